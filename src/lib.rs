@@ -8,7 +8,13 @@ use kubewarden_policy_sdk::wapc_guest as guest;
 
 use kubewarden_policy_sdk::{protocol_version_guest, validate_settings};
 
+pub mod definition;
+pub mod evaluate;
+pub mod presets;
+pub mod quantity;
+pub mod resources;
 pub mod settings;
+pub mod values;
 
 use settings::Settings;
 
