@@ -10,6 +10,7 @@ use kubewarden_policy_sdk::{protocol_version_guest, validate_settings};
 
 pub mod definition;
 pub mod evaluate;
+pub mod pool;
 pub mod presets;
 pub mod quantity;
 pub mod resources;
