@@ -118,7 +118,9 @@ fn evaluate_block(block: &Reservation, place: Place<'_>, sizing: &Sizing<'_>) ->
             None | Some(Value::Bool(true)) => {}
             Some(Value::Bool(false)) => return Ok(Resources::new()),
             Some(other) => {
-                return Err(place.error(path, format!("must be a boolean, not {}", describe(other))));
+                return Err(
+                    place.error(path, format!("must be a boolean, not {}", describe(other)))
+                );
             }
         }
     }
@@ -200,45 +202,43 @@ fn size_of_one(block: &Reservation, place: Place<'_>, sizing: &Sizing<'_>) -> Re
                 memory = read_quantity(place, &format!("{path}.{MEMORY}"))?;
             }
             Some(other) => {
-                return Err(place.error(path, format!("must be an object, not {}", describe(other))));
+                return Err(
+                    place.error(path, format!("must be an object, not {}", describe(other)))
+                );
             }
         }
     }
     let mut size = Resources::new();
-    if cpu.is_none() || memory.is_none() {
-        if let Some(path) = &block.instance_type
-            && let Some(name) = read_name(place, path)?
-        {
-            let it = sizing
-                .instance_types
-                .lookup(name)
-                .map_err(|e| place.error(path, e))?
-                .ok_or_else(|| {
-                    place.error(path, format!("instance type {name:?} does not exist"))
-                })?;
-            cpu = cpu.or(Some(it.cpu));
-            memory = memory.or(Some(it.memory));
-            for device in &it.gpu_devices {
-                add_gpus(
-                    &mut size,
-                    sizing.gpu_device_classes.get(device).map(String::as_str),
-                    1,
-                )
-                .map_err(|_| place.error(path, "the GPU count overflows"))?;
-            }
+    if (cpu.is_none() || memory.is_none())
+        && let Some(path) = &block.instance_type
+        && let Some(name) = read_name(place, path)?
+    {
+        let it = sizing
+            .instance_types
+            .lookup(name)
+            .map_err(|e| place.error(path, e))?
+            .ok_or_else(|| place.error(path, format!("instance type {name:?} does not exist")))?;
+        cpu = cpu.or(Some(it.cpu));
+        memory = memory.or(Some(it.memory));
+        for device in &it.gpu_devices {
+            add_gpus(
+                &mut size,
+                sizing.gpu_device_classes.get(device).map(String::as_str),
+                1,
+            )
+            .map_err(|_| place.error(path, "the GPU count overflows"))?;
         }
     }
-    if cpu.is_none() || memory.is_none() {
-        if let Some(path) = &block.preset
-            && let Some(name) = read_name(place, path)?
-        {
-            let preset = sizing
-                .presets
-                .get(name)
-                .ok_or_else(|| place.error(path, format!("unknown resource preset {name:?}")))?;
-            cpu = cpu.or(Some(preset.get(CPU)));
-            memory = memory.or(Some(preset.get(MEMORY)));
-        }
+    if (cpu.is_none() || memory.is_none())
+        && let Some(path) = &block.preset
+        && let Some(name) = read_name(place, path)?
+    {
+        let preset = sizing
+            .presets
+            .get(name)
+            .ok_or_else(|| place.error(path, format!("unknown resource preset {name:?}")))?;
+        cpu = cpu.or(Some(preset.get(CPU)));
+        memory = memory.or(Some(preset.get(MEMORY)));
     }
     for (key, q) in [(CPU, cpu), (MEMORY, memory)] {
         let q = q.ok_or_else(|| place.here(format!("no {key} size: {}", sources(block, key))))?;

@@ -1,13 +1,21 @@
 //! Kubewarden policy: Cozystack tenant quotas as reservation limits.
 //!
-//! This file holds only the waPC entry points and their wiring; the logic lives in the
-//! modules below (see the README's "Where things are").
+//! This file holds only the waPC entry points and their wiring. Where things are:
+//! - [`admission`]: one request, start to verdict; [`tenant_gate`]: Tenant writes.
+//! - [`evaluate`]: what one application reserves, read from its values ([`values`]) by the
+//!   `spec.reservation` contract of its [`definition`], sized by [`presets`] or instance types.
+//! - [`pool`]: the tenant tree and its pools; [`decision`]: does the write fit.
+//! - [`cluster`]: every Kubernetes lookup, behind one interface (host and fixture).
+//! - [`quantity`], [`resources`]: exact Kubernetes quantities and their sums.
 
-use guest::prelude::*;
-use kubewarden_policy_sdk::wapc_guest as guest;
-
+use kubewarden_policy_sdk::request::ValidationRequest;
+use kubewarden_policy_sdk::response::ValidationResponse;
+use kubewarden_policy_sdk::wapc_guest::prelude::*;
 use kubewarden_policy_sdk::{protocol_version_guest, validate_settings};
 
+pub mod admission;
+pub mod cluster;
+pub mod decision;
 pub mod definition;
 pub mod evaluate;
 pub mod pool;
@@ -15,8 +23,10 @@ pub mod presets;
 pub mod quantity;
 pub mod resources;
 pub mod settings;
+pub mod tenant_gate;
 pub mod values;
 
+use admission::Verdict;
 use settings::Settings;
 
 #[unsafe(no_mangle)]
@@ -27,6 +37,28 @@ pub extern "C" fn wapc_init() {
 }
 
 fn validate(payload: &[u8]) -> CallResult {
-    let _ = payload;
-    kubewarden_policy_sdk::accept_request()
+    respond(validate_payload(payload, &cluster::host::Host))
+}
+
+/// Decides a raw `validate` payload against `k8s`: the whole policy, minus the waPC wiring.
+pub fn validate_payload(payload: &[u8], k8s: &dyn cluster::Kubernetes) -> Verdict {
+    match serde_json::from_slice::<ValidationRequest<Settings>>(payload) {
+        Ok(request) => admission::review(&request.request, &request.settings, k8s),
+        Err(e) => Verdict::reject(
+            format!("the admission request cannot be read: {e}"),
+            Vec::new(),
+        ),
+    }
+}
+
+fn respond(verdict: Verdict) -> CallResult {
+    let response = ValidationResponse {
+        accepted: verdict.allowed,
+        message: verdict.message,
+        code: None,
+        mutated_object: None,
+        audit_annotations: None,
+        warnings: (!verdict.warnings.is_empty()).then_some(verdict.warnings),
+    };
+    Ok(serde_json::to_vec(&response)?)
 }

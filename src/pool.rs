@@ -134,6 +134,21 @@ impl Tenancy {
         None
     }
 
+    /// Whether `namespace` is `ancestor` or lies below it.
+    pub fn is_within(&self, namespace: &str, ancestor: &str) -> bool {
+        let mut current = namespace;
+        for _ in 0..=self.tenants.len() {
+            if current == ancestor {
+                return true;
+            }
+            match self.parent(current) {
+                Some(p) => current = p,
+                None => return false,
+            }
+        }
+        false
+    }
+
     pub fn pool(&self, namespace: &str) -> Option<Pool<'_>> {
         let root = self.pool_root(namespace)?;
         let tenant = self.owner(root)?;
@@ -174,12 +189,16 @@ pub struct Carved {
 }
 
 impl Pool<'_> {
+    /// A pool is named by its root's namespace.
+    #[allow(clippy::misnamed_getters)]
     pub fn name(&self) -> &str {
         &self.root.owns
     }
 
     pub fn is_member(&self, namespace: &str) -> bool {
-        self.members.binary_search_by(|m| m.as_str().cmp(namespace)).is_ok()
+        self.members
+            .binary_search_by(|m| m.as_str().cmp(namespace))
+            .is_ok()
     }
 
     /// Sums the carve-outs over the keys `budget` bounds, skipping `except` (a tenant being
@@ -206,7 +225,10 @@ impl Pool<'_> {
                 if budget.get(key).is_none() {
                     continue;
                 }
-                let total = carved.total.entry(key.to_string()).or_insert(Quantity::ZERO);
+                let total = carved
+                    .total
+                    .entry(key.to_string())
+                    .or_insert(Quantity::ZERO);
                 *total = total.checked_add(q).ok_or(Overflow)?;
                 *carved.by.entry(key.to_string()).or_insert(0) += 1;
             }
@@ -254,7 +276,10 @@ mod tests {
             name: name.into(),
             namespace: namespace.into(),
             owns: owned_namespace(name, namespace),
-            quota: Ok(Budget::from_declared(quota.iter().map(|(k, v)| (*k, q(v))), &settings)),
+            quota: Ok(Budget::from_declared(
+                quota.iter().map(|(k, v)| (*k, q(v))),
+                &settings,
+            )),
             bounded: !quota.is_empty(),
         }
     }
@@ -266,7 +291,11 @@ mod tests {
             tenant("a", "tenant-root", &[("memory", "16Gi"), ("cpu", "8")]),
             tenant("b", "tenant-a", &[]),
             tenant("c", "tenant-a-b", &[("memory", "4Gi")]),
-            tenant("d", "tenant-a", &[("requests.memory", "4Gi"), ("limits.memory", "6Gi")]),
+            tenant(
+                "d",
+                "tenant-a",
+                &[("requests.memory", "4Gi"), ("limits.memory", "6Gi")],
+            ),
             tenant("e", "tenant-root", &[]),
         ])
     }
@@ -283,12 +312,31 @@ mod tests {
     fn finds_the_nearest_bounded_ancestor() {
         let t = tree();
         assert_eq!(t.pool_root("tenant-a"), Some("tenant-a"));
-        assert_eq!(t.pool_root("tenant-a-b"), Some("tenant-a"), "unbounded child draws from its parent");
-        assert_eq!(t.pool_root("tenant-a-b-c"), Some("tenant-a-b-c"), "bounded grandchild is its own pool");
-        assert_eq!(t.pool_root("tenant-e"), None, "no bounded ancestor: no pool");
+        assert_eq!(
+            t.pool_root("tenant-a-b"),
+            Some("tenant-a"),
+            "unbounded child draws from its parent"
+        );
+        assert_eq!(
+            t.pool_root("tenant-a-b-c"),
+            Some("tenant-a-b-c"),
+            "bounded grandchild is its own pool"
+        );
+        assert_eq!(
+            t.pool_root("tenant-e"),
+            None,
+            "no bounded ancestor: no pool"
+        );
         assert_eq!(t.pool_root("tenant-root"), None);
         assert_eq!(t.pool_root("default"), None, "not a tenant namespace");
-        assert_eq!(t.parent("tenant-root"), None, "tenant-root is its own parent");
+        assert_eq!(
+            t.parent("tenant-root"),
+            None,
+            "tenant-root is its own parent"
+        );
+        assert!(t.is_within("tenant-a-b-c", "tenant-a"));
+        assert!(t.is_within("tenant-a", "tenant-a"));
+        assert!(!t.is_within("tenant-e", "tenant-a"));
     }
 
     #[test]
@@ -304,7 +352,9 @@ mod tests {
         assert_eq!(c.total["memory"], q("8Gi"), "4Gi + min(4Gi, 6Gi)");
         assert_eq!(c.by["memory"], 2);
         assert!(!c.total.contains_key("cpu"), "no sub-tenant declares cpu");
-        let c = pool.carved(&budget, Some("tenant-a-d"), &mut Vec::new()).unwrap();
+        let c = pool
+            .carved(&budget, Some("tenant-a-d"), &mut Vec::new())
+            .unwrap();
         assert_eq!(c.total["memory"], q("4Gi"));
     }
 
@@ -329,6 +379,9 @@ mod tests {
     fn a_zero_quota_still_bounds() {
         let t = Tenancy::new(vec![tenant("z", "tenant-root", &[("cpu", "0")])]);
         let pool = t.pool("tenant-z").unwrap();
-        assert_eq!(pool.root.quota.as_ref().unwrap().get("cpu"), Some(Quantity::ZERO));
+        assert_eq!(
+            pool.root.quota.as_ref().unwrap().get("cpu"),
+            Some(Quantity::ZERO)
+        );
     }
 }

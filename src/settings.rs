@@ -146,7 +146,10 @@ impl kubewarden_policy_sdk::settings::Validatable for Settings {
             }
         }
         if self.replace_builtin_presets && self.presets.is_empty() {
-            problems.push("replaceBuiltinPresets is true but presets is empty: no preset could resolve".into());
+            problems.push(
+                "replaceBuiltinPresets is true but presets is empty: no preset could resolve"
+                    .into(),
+            );
         }
         if let Err(e) = self.preset_table() {
             problems.push(e);
@@ -188,7 +191,10 @@ mod tests {
         assert_eq!(s.canonical_key("requests.cpu"), "cpu");
         assert_eq!(s.canonical_key("limits.memory"), "memory");
         assert_eq!(s.canonical_key("requests.storage"), "storage");
-        assert_eq!(s.canonical_key("services.loadbalancers"), "services.loadbalancers");
+        assert_eq!(
+            s.canonical_key("services.loadbalancers"),
+            "services.loadbalancers"
+        );
         assert!(s.preset_table().unwrap().get("u1.medium").is_some());
     }
 
@@ -204,27 +210,64 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(s.sibling_failure, SiblingFailure::Warn);
-        assert_eq!(s.canonical_key("limits.cpu"), "limits.cpu", "aliases given replace the defaults");
+        assert_eq!(
+            s.canonical_key("limits.cpu"),
+            "limits.cpu",
+            "aliases given replace the defaults"
+        );
         let table = s.preset_table().unwrap();
-        assert_eq!(table.get("gpu.large").unwrap().to_string(), "cpu 16, memory 64Gi");
-        assert_eq!(table.get("u1.medium").unwrap().to_string(), "cpu 3, memory 8Gi");
+        assert_eq!(
+            table.get("gpu.large").unwrap().to_string(),
+            "cpu 16, memory 64Gi"
+        );
+        assert_eq!(
+            table.get("u1.medium").unwrap().to_string(),
+            "cpu 3, memory 8Gi"
+        );
         assert!(table.get("t1.nano").is_some());
     }
 
     #[test]
     fn refuses_bad_settings_with_specific_messages() {
         let cases = [
-            (json!({"siblingFailure": "ignore"}), "unknown variant `ignore`"),
-            (json!({"sibingFailure": "warn"}), "unknown field `sibingFailure`"),
+            (
+                json!({"siblingFailure": "ignore"}),
+                "unknown variant `ignore`",
+            ),
+            (
+                json!({"sibingFailure": "warn"}),
+                "unknown field `sibingFailure`",
+            ),
             (json!({"requireReservation": "yes"}), "invalid type"),
-            (json!({"exemptKinds": ["vm instance"]}), "exemptKinds: \"vm instance\" is not a Kubernetes kind"),
-            (json!({"quotaKeyAliases": {"requests.cpu": "cores"}}), "quotaKeyAliases.requests.cpu: \"cores\" is not a reservation key"),
-            (json!({"quotaKeyAliases": {"cpu": "memory"}}), "\"cpu\" is itself a reservation key"),
-            (json!({"presets": {"big": {"cpu": "1.5.3", "memory": "1Gi"}}}), "presets.big.cpu: \"1.5.3\" is not a valid quantity"),
-            (json!({"presets": {"big": {"cpu": "-1", "memory": "1Gi"}}}), "presets.big.cpu: \"-1\" is negative"),
-            (json!({"presets": {"big": {"cpu": "1"}}}), "missing field `memory`"),
+            (
+                json!({"exemptKinds": ["vm instance"]}),
+                "exemptKinds: \"vm instance\" is not a Kubernetes kind",
+            ),
+            (
+                json!({"quotaKeyAliases": {"requests.cpu": "cores"}}),
+                "quotaKeyAliases.requests.cpu: \"cores\" is not a reservation key",
+            ),
+            (
+                json!({"quotaKeyAliases": {"cpu": "memory"}}),
+                "\"cpu\" is itself a reservation key",
+            ),
+            (
+                json!({"presets": {"big": {"cpu": "1.5.3", "memory": "1Gi"}}}),
+                "presets.big.cpu: \"1.5.3\" is not a valid quantity",
+            ),
+            (
+                json!({"presets": {"big": {"cpu": "-1", "memory": "1Gi"}}}),
+                "presets.big.cpu: \"-1\" is negative",
+            ),
+            (
+                json!({"presets": {"big": {"cpu": "1"}}}),
+                "missing field `memory`",
+            ),
             (json!({"replaceBuiltinPresets": true}), "presets is empty"),
-            (json!({"gpuDeviceClasses": {"nvidia.com/A10": "A10!"}}), "\"A10!\" is not a valid GPU class"),
+            (
+                json!({"gpuDeviceClasses": {"nvidia.com/A10": "A10!"}}),
+                "\"A10!\" is not a valid GPU class",
+            ),
         ];
         for (input, want) in cases {
             let err = settings(input.clone()).unwrap_err();

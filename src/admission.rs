@@ -1,0 +1,537 @@
+//! One admission request, start to verdict: read what the cluster holds, evaluate the
+//! object and its pool, decide. Generic over [`Kubernetes`], so it runs natively in tests.
+
+use std::cell::OnceCell;
+use std::collections::{BTreeMap, HashMap};
+
+use kubewarden_policy_sdk::request::KubernetesAdmissionRequest;
+use serde_json::{Map, Value};
+
+use crate::cluster::{self, Application, Kubernetes, Query};
+use crate::decision::{self, PoolState, Usage};
+use crate::definition::{ApplicationDefinition, Governing};
+use crate::evaluate::{self, EvalError, InstanceTypeSize, InstanceTypes, Sizing, describe};
+use crate::pool::{Budget, Pool, Tenancy, Tenant, owned_namespace};
+use crate::presets::Presets;
+use crate::quantity::Quantity;
+use crate::resources::Resources;
+use crate::settings::{Settings, SiblingFailure};
+use crate::tenant_gate;
+use crate::values::Cursor;
+
+pub const GROUP: &str = "apps.cozystack.io";
+pub const TENANT_KIND: &str = "Tenant";
+
+/// The policy's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    pub allowed: bool,
+    pub message: Option<String>,
+    pub warnings: Vec<String>,
+}
+
+impl Verdict {
+    pub fn accept(warnings: Vec<String>) -> Self {
+        Verdict {
+            allowed: true,
+            message: None,
+            warnings,
+        }
+    }
+
+    pub fn reject(message: String, warnings: Vec<String>) -> Self {
+        Verdict {
+            allowed: false,
+            message: Some(message),
+            warnings,
+        }
+    }
+}
+
+/// What is being written.
+pub struct Subject<'r> {
+    pub kind: &'r str,
+    pub namespace: &'r str,
+    pub name: &'r str,
+    pub values: &'r Value,
+    /// The previous values, on UPDATE.
+    pub old_values: Option<&'r Value>,
+}
+
+impl Subject<'_> {
+    pub fn label(&self) -> String {
+        format!("{} {}/{}", self.kind, self.namespace, self.name)
+    }
+
+    fn is(&self, app: &Application) -> bool {
+        app.kind == self.kind && app.namespace == self.namespace && app.name == self.name
+    }
+}
+
+/// A missing `spec`: every value takes its default.
+static EMPTY: Value = Value::Null;
+
+/// Decides one admission request.
+pub fn review(
+    request: &KubernetesAdmissionRequest,
+    settings: &Settings,
+    k8s: &dyn Kubernetes,
+) -> Verdict {
+    let update = match request.operation.as_str() {
+        "CREATE" => false,
+        "UPDATE" => true,
+        "DELETE" | "CONNECT" => return Verdict::accept(Vec::new()),
+        other => {
+            return Verdict::reject(
+                format!("unsupported admission operation {other:?}"),
+                Vec::new(),
+            );
+        }
+    };
+    if !request.sub_resource.is_empty() {
+        // A subresource write (status) cannot change the values a reservation reads.
+        return Verdict::accept(Vec::new());
+    }
+    let kind = request.kind.kind.as_str();
+    if request.kind.group != GROUP {
+        return Verdict::accept(vec![format!(
+            "{}/{} {kind} is not an {GROUP} application: this policy does not check it",
+            request.kind.group, request.kind.version
+        )]);
+    }
+    let object = match &request.object {
+        Value::Object(o) => o,
+        other => {
+            return Verdict::reject(
+                format!(
+                    "{kind}: the admission request carries no object (found {})",
+                    describe(other)
+                ),
+                Vec::new(),
+            );
+        }
+    };
+    let name = object
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or(&request.name);
+    let namespace = if request.namespace.is_empty() {
+        object
+            .get("metadata")
+            .and_then(|m| m.get("namespace"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    } else {
+        request.namespace.as_str()
+    };
+    if namespace.is_empty() {
+        return Verdict::reject(
+            format!("{kind} {name}: an application must have a namespace"),
+            Vec::new(),
+        );
+    }
+    let values = match spec_of(object) {
+        Ok(v) => v,
+        Err(e) => return Verdict::reject(format!("{kind} {namespace}/{name}: {e}"), Vec::new()),
+    };
+    let old_values = if update {
+        match &request.old_object {
+            Value::Object(old) => match spec_of(old) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    return Verdict::reject(
+                        format!("{kind} {namespace}/{name}: the previous version's {e}"),
+                        Vec::new(),
+                    );
+                }
+            },
+            _ => {
+                return Verdict::reject(
+                    format!(
+                        "{kind} {namespace}/{name}: an UPDATE without oldObject cannot be checked for growth"
+                    ),
+                    Vec::new(),
+                );
+            }
+        }
+    } else {
+        None
+    };
+    let subject = Subject {
+        kind,
+        namespace,
+        name,
+        values,
+        old_values,
+    };
+    let context = match Context::new(settings, k8s) {
+        Ok(c) => c,
+        Err(e) => return Verdict::reject(e, Vec::new()),
+    };
+    if kind == TENANT_KIND {
+        tenant_gate::review(&subject, &context)
+    } else {
+        review_application(&subject, &context)
+    }
+}
+
+fn spec_of(object: &Map<String, Value>) -> Result<&Value, String> {
+    match object.get("spec") {
+        None | Some(Value::Null) => Ok(&EMPTY),
+        Some(v @ Value::Object(_)) => Ok(v),
+        Some(other) => Err(format!("spec must be an object, not {}", describe(other))),
+    }
+}
+
+type InstanceTypeTable = BTreeMap<String, Result<InstanceTypeSize, String>>;
+
+/// The settings in force and the cluster as read for this request (each list read once, on
+/// first use, in a fixed order).
+pub struct Context<'k> {
+    pub settings: &'k Settings,
+    presets: Presets,
+    k8s: &'k dyn Kubernetes,
+    applications: OnceCell<Result<Vec<Application>, String>>,
+    definitions: OnceCell<Result<HashMap<String, Vec<ApplicationDefinition>>, String>>,
+    instance_types: OnceCell<Result<InstanceTypeTable, String>>,
+}
+
+impl<'k> Context<'k> {
+    pub fn new(settings: &'k Settings, k8s: &'k dyn Kubernetes) -> Result<Self, String> {
+        Ok(Context {
+            settings,
+            presets: settings.preset_table()?,
+            k8s,
+            applications: OnceCell::new(),
+            definitions: OnceCell::new(),
+            instance_types: OnceCell::new(),
+        })
+    }
+
+    pub fn applications(&self) -> Result<&[Application], String> {
+        self.applications
+            .get_or_init(|| cluster::parse_applications(&self.k8s.list(Query::Applications)?))
+            .as_deref()
+            .map_err(|e| format!("cannot read the applications: {e}"))
+    }
+
+    /// Every Tenant, from the stored applications.
+    pub fn tenancy(&self) -> Result<Tenancy, String> {
+        let tenants = self
+            .applications()?
+            .iter()
+            .filter(|a| a.kind == TENANT_KIND)
+            .map(|a| {
+                let values = a.values.as_ref().map_or("{}", |v| v.get());
+                let parsed = serde_json::from_str::<Value>(values)
+                    .map_err(|e| format!("{}: spec.values is not valid JSON: {e}", a.label()));
+                tenant_from(&a.name, &a.namespace, parsed.as_ref(), self.settings)
+            })
+            .collect();
+        Ok(Tenancy::new(tenants))
+    }
+
+    fn definitions(&self) -> Result<&HashMap<String, Vec<ApplicationDefinition>>, String> {
+        self.definitions
+            .get_or_init(|| {
+                let list = cluster::parse_definitions(&self.k8s.list(Query::Definitions)?)?;
+                let mut by_kind: HashMap<String, Vec<ApplicationDefinition>> = HashMap::new();
+                for d in list {
+                    by_kind
+                        .entry(d.spec.application.kind.clone())
+                        .or_default()
+                        .push(d);
+                }
+                Ok(by_kind)
+            })
+            .as_ref()
+            .map_err(|e| format!("cannot read the ApplicationDefinitions: {e}"))
+    }
+
+    /// The definition governing `kind`, ready to evaluate.
+    pub fn governing(&self, kind: &str) -> Result<Governing, String> {
+        let definitions = self
+            .definitions()?
+            .get(kind)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        match definitions {
+            [] => Err(format!("no ApplicationDefinition declares kind {kind}")),
+            [one] => one.prepare(),
+            many => {
+                let names: Vec<&str> = many.iter().map(|d| d.metadata.name.as_str()).collect();
+                Err(format!(
+                    "kind {kind} is declared by {} ApplicationDefinitions ({})",
+                    many.len(),
+                    names.join(", ")
+                ))
+            }
+        }
+    }
+
+    fn sizing(&self) -> Sizing<'_> {
+        Sizing {
+            presets: &self.presets,
+            instance_types: self,
+            gpu_device_classes: &self.settings.gpu_device_classes,
+        }
+    }
+
+    /// What one application of `kind` with `values` reserves. `Ok(None)`: the kind is exempt
+    /// or (with `requireReservation: false`) declares no reservation.
+    pub fn charge(
+        &self,
+        governing: &Governing,
+        kind: &str,
+        values: &Value,
+    ) -> Result<Option<Resources>, String> {
+        if self.settings.exempt_kinds.contains(kind) {
+            return Ok(None);
+        }
+        let Some(reservation) = &governing.reservation else {
+            if self.settings.require_reservation {
+                return Err(format!(
+                    "ApplicationDefinition {} declares no spec.reservation, and {kind} is not in the exemptKinds setting",
+                    governing.definition_name
+                ));
+            }
+            return Ok(None);
+        };
+        let cursor = Cursor::new(values, governing.schema.root());
+        evaluate::evaluate(reservation, cursor, &self.sizing())
+            .map(Some)
+            .map_err(|e: EvalError| e.to_string())
+    }
+
+    /// Sums what the applications in `pool`'s member namespaces reserve, except `skip` ones;
+    /// those that cannot be evaluated are returned by label with the reason.
+    pub fn usage(
+        &self,
+        pool: &Pool<'_>,
+        skip: impl Fn(&Application) -> bool,
+    ) -> Result<(Usage, Vec<String>), String> {
+        let mut usage = Usage::default();
+        let mut problems = Vec::new();
+        let mut governing: HashMap<&str, Result<Governing, String>> = HashMap::new();
+        for app in self.applications()? {
+            if app.kind == TENANT_KIND
+                || self.settings.exempt_kinds.contains(&app.kind)
+                || !pool.is_member(&app.namespace)
+                || skip(app)
+            {
+                continue;
+            }
+            let definition = governing
+                .entry(app.kind.as_str())
+                .or_insert_with(|| self.governing(&app.kind));
+            let charge = definition.as_ref().map_err(String::clone).and_then(|g| {
+                let values: Value = match &app.values {
+                    Some(raw) => serde_json::from_str(raw.get())
+                        .map_err(|e| format!("spec.values is not valid JSON: {e}"))?,
+                    None => Value::Object(Map::new()),
+                };
+                self.charge(g, &app.kind, &values)
+            });
+            match charge {
+                Ok(Some(r)) => usage
+                    .add(&r)
+                    .map_err(|_| format!("the reservations of pool {} overflow", pool.name()))?,
+                Ok(None) => {}
+                Err(e) => problems.push(format!("{}: {e}", app.label())),
+            }
+        }
+        Ok((usage, problems))
+    }
+
+    /// Applies `siblingFailure` to problems with other objects: `Err` (deny) or warnings.
+    pub fn sibling_problems(
+        &self,
+        subject: &str,
+        pool: &str,
+        problems: Vec<String>,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), String> {
+        if problems.is_empty() {
+            return Ok(());
+        }
+        match self.settings.sibling_failure {
+            SiblingFailure::Deny => Err(format!(
+                "{subject}: pool {pool} cannot be checked, {} other object{} cannot be evaluated (siblingFailure: deny): {}",
+                problems.len(),
+                if problems.len() == 1 { "" } else { "s" },
+                problems.join("; ")
+            )),
+            SiblingFailure::Warn => {
+                warnings.extend(
+                    problems
+                        .into_iter()
+                        .map(|p| format!("counted as zero in pool {pool}: {p}")),
+                );
+                Ok(())
+            }
+        }
+    }
+}
+
+impl InstanceTypes for Context<'_> {
+    fn lookup(&self, name: &str) -> Result<Option<InstanceTypeSize>, String> {
+        let types = self
+            .instance_types
+            .get_or_init(|| cluster::parse_instance_types(&self.k8s.list(Query::InstanceTypes)?))
+            .as_ref()
+            .map_err(|e| format!("cannot read the instance types: {e}"))?;
+        match types.get(name) {
+            None => Ok(None),
+            Some(Ok(size)) => Ok(Some(size.clone())),
+            Some(Err(e)) => Err(e.clone()),
+        }
+    }
+}
+
+/// A Tenant's place in the tree and its declared quota, read leniently: an unreadable quota
+/// is kept as an error for whoever needs it, and still bounds (fail closed).
+pub fn tenant_from(
+    name: &str,
+    namespace: &str,
+    values: Result<&Value, &String>,
+    settings: &Settings,
+) -> Tenant {
+    let declared = values
+        .map_err(String::clone)
+        .and_then(|v| declared_quota(v).map_err(|errors| errors.join("; ")));
+    let label = format!("Tenant {namespace}/{name}");
+    let bounded = match &declared {
+        Ok(pairs) => !pairs.is_empty(),
+        Err(_) => true,
+    };
+    Tenant {
+        name: name.to_string(),
+        namespace: namespace.to_string(),
+        owns: owned_namespace(name, namespace),
+        quota: declared
+            .map(|pairs| {
+                Budget::from_declared(pairs.iter().map(|(k, q)| (k.as_str(), *q)), settings)
+            })
+            .map_err(|e| format!("{label}: {e}")),
+        bounded,
+    }
+}
+
+/// `resourceQuotas` as `(key, quantity)` pairs, or every problem found in it.
+pub fn declared_quota(values: &Value) -> Result<Vec<(String, Quantity)>, Vec<String>> {
+    let quotas = match values.get("resourceQuotas") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Object(map)) => map,
+        Some(other) => {
+            return Err(vec![format!(
+                "spec.resourceQuotas must be a map, not {}",
+                describe(other)
+            )]);
+        }
+    };
+    let mut pairs = Vec::with_capacity(quotas.len());
+    let mut errors = Vec::new();
+    for (key, v) in quotas {
+        let text = match v {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            other => {
+                errors.push(format!(
+                    "spec.resourceQuotas.{key} must be a quantity, not {}",
+                    describe(other)
+                ));
+                continue;
+            }
+        };
+        match Quantity::parse_non_negative(&text) {
+            Ok(q) => pairs.push((key.clone(), q)),
+            Err(e) => errors.push(format!("spec.resourceQuotas.{key}: {e}")),
+        }
+    }
+    if errors.is_empty() {
+        Ok(pairs)
+    } else {
+        Err(errors)
+    }
+}
+
+/// An application write (any kind but Tenant).
+fn review_application(subject: &Subject<'_>, context: &Context<'_>) -> Verdict {
+    let label = subject.label();
+    let mut warnings = Vec::new();
+    let tenancy = match context.tenancy() {
+        Ok(t) => t,
+        Err(e) => return Verdict::reject(format!("{label}: {e}"), warnings),
+    };
+    let Some(pool) = tenancy.pool(subject.namespace) else {
+        return Verdict::accept(warnings);
+    };
+    if context.settings.exempt_kinds.contains(subject.kind) {
+        return Verdict::accept(warnings);
+    }
+    let charges = context.governing(subject.kind).and_then(|g| {
+        let new = context.charge(&g, subject.kind, subject.values)?;
+        let old = subject
+            .old_values
+            .map(|old| context.charge(&g, subject.kind, old));
+        Ok((new, old))
+    });
+    let (new, old) = match charges {
+        Ok((None, _)) => return Verdict::accept(warnings),
+        Ok((Some(new), old)) => (new, old),
+        Err(e) => return Verdict::reject(format!("{label} cannot be evaluated: {e}"), warnings),
+    };
+    let old = match old {
+        None | Some(Ok(None)) => None,
+        Some(Ok(Some(old))) => Some(old),
+        Some(Err(e)) => {
+            // Charged as if it were new: the safe reading of an unknown previous size.
+            warnings.push(format!("{label}: the previous version cannot be evaluated ({e}); the whole new reservation is checked"));
+            Some(Resources::new())
+        }
+    };
+    let budget = match &pool.root.quota {
+        Ok(b) => b,
+        Err(e) => {
+            return Verdict::reject(
+                format!(
+                    "{label}: the budget of pool {} cannot be read: {e}",
+                    pool.name()
+                ),
+                warnings,
+            );
+        }
+    };
+    if decision::growth(budget, &new, old.as_ref()).is_empty() {
+        return Verdict::accept(warnings);
+    }
+    let mut problems = Vec::new();
+    let carved = match pool.carved(budget, None, &mut problems) {
+        Ok(c) => c,
+        Err(_) => {
+            return Verdict::reject(
+                format!("{label}: the carve-outs of pool {} overflow", pool.name()),
+                warnings,
+            );
+        }
+    };
+    let (usage, more) = match context.usage(&pool, |app| subject.is(app)) {
+        Ok(u) => u,
+        Err(e) => return Verdict::reject(format!("{label}: {e}"), warnings),
+    };
+    problems.extend(more);
+    if let Err(e) = context.sibling_problems(&label, pool.name(), problems, &mut warnings) {
+        return Verdict::reject(e, warnings);
+    }
+    let state = PoolState {
+        name: pool.name(),
+        budget,
+        carved: &carved,
+        usage: &usage,
+    };
+    match decision::decide(&label, &state, &new, old.as_ref()) {
+        Ok(()) => Verdict::accept(warnings),
+        Err(e) => Verdict::reject(e, warnings),
+    }
+}
