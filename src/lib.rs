@@ -18,6 +18,8 @@ pub mod cluster;
 pub mod decision;
 pub mod definition;
 pub mod evaluate;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
 pub mod pool;
 pub mod presets;
 pub mod quantity;

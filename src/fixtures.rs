@@ -1,0 +1,176 @@
+//! Real Cozystack shapes for tests, the benchmark and the fuzzers: the in-tree
+//! ApplicationDefinitions with the proposed reservation blocks, the shipped instance types,
+//! and builders for stored applications, tenants and admission requests.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::cluster::fixture::Fixture;
+use crate::cluster::{GROUP_LABEL, KIND_LABEL, NAME_LABEL};
+
+const DEFINITIONS: &[&str] = &[
+    include_str!("../test_data/reference/applicationdefinitions/bootbox.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/bucket.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/clickhouse.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/computeplane.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/etcd.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/external-dns.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/foundationdb.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/harbor.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/http-cache.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/info.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/ingress.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/kafka.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/kubernetes-nodes.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/kubernetes.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/mariadb.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/mongodb.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/monitoring.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/nats.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/openbao.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/opensearch.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/postgres.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/qdrant.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/rabbitmq.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/redis.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/seaweedfs.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/tcp-balancer.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/tenant.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/virtualprivatecloud.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/vm-disk.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/vm-instance.yaml"),
+    include_str!("../test_data/reference/applicationdefinitions/vpn.yaml"),
+];
+const RESERVATIONS: &str = include_str!("../test_data/reservations.yaml");
+const INSTANCE_TYPES: &[&str] = &[
+    include_str!("../test_data/reference/instancetypes/templates_instancetypes.yaml"),
+    include_str!("../test_data/reference/instancetypes/templates_extra-instancetypes.yaml"),
+];
+
+fn yaml_documents(text: &str) -> Vec<Value> {
+    serde_yaml::Deserializer::from_str(text)
+        .filter_map(|doc| {
+            let v = serde_yaml::Value::deserialize(doc).expect("reference YAML parses");
+            let json = serde_json::to_value(v).expect("reference YAML is JSON-compatible");
+            (!json.is_null()).then_some(json)
+        })
+        .collect()
+}
+
+/// The real definitions as stored, without reservation blocks.
+pub fn real_definitions() -> Vec<Value> {
+    DEFINITIONS.iter().flat_map(|d| yaml_documents(d)).collect()
+}
+
+/// The proposed reservation block of each kind that has one.
+pub fn reservations() -> serde_json::Map<String, Value> {
+    match yaml_documents(RESERVATIONS).pop() {
+        Some(Value::Object(map)) => map,
+        _ => panic!("test_data/reservations.yaml is a map of kind to block"),
+    }
+}
+
+/// Every real definition, with the proposed reservation added where there is one.
+pub fn definitions() -> Vec<Value> {
+    let blocks = reservations();
+    real_definitions()
+        .into_iter()
+        .map(|mut d| {
+            let kind = d["spec"]["application"]["kind"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            if let Some(block) = blocks.get(&kind) {
+                d["spec"]["reservation"] = block.clone();
+            }
+            d
+        })
+        .collect()
+}
+
+pub fn definition(kind: &str) -> Value {
+    definitions()
+        .into_iter()
+        .find(|d| d["spec"]["application"]["kind"] == kind)
+        .unwrap_or_else(|| panic!("no reference definition for {kind}"))
+}
+
+pub fn instance_types() -> Vec<Value> {
+    INSTANCE_TYPES
+        .iter()
+        .flat_map(|t| yaml_documents(t))
+        .collect()
+}
+
+/// The HelmRelease the Cozystack API server stores for an application.
+pub fn application(kind: &str, namespace: &str, name: &str, values: Value) -> Value {
+    let prefix = definitions()
+        .iter()
+        .find(|d| d["spec"]["application"]["kind"] == kind)
+        .and_then(|d| d["spec"]["release"]["prefix"].as_str().map(str::to_string))
+        .unwrap_or_default();
+    stored(kind, namespace, name, &prefix, values)
+}
+
+fn stored(kind: &str, namespace: &str, name: &str, prefix: &str, values: Value) -> Value {
+    json!({
+        "apiVersion": "helm.toolkit.fluxcd.io/v2",
+        "kind": "HelmRelease",
+        "metadata": {
+            "name": format!("{prefix}{name}"),
+            "namespace": namespace,
+            "labels": {KIND_LABEL: kind, GROUP_LABEL: "apps.cozystack.io", NAME_LABEL: name},
+        },
+        "spec": {"chart": {"spec": {"chart": kind.to_lowercase()}}, "values": values},
+        "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "InstallSucceeded"}]},
+    })
+}
+
+/// A stored Tenant `name` in `namespace` declaring `quota` as its `resourceQuotas`.
+pub fn tenant(namespace: &str, name: &str, quota: Value) -> Value {
+    stored(
+        "Tenant",
+        namespace,
+        name,
+        "tenant-",
+        json!({"resourceQuotas": quota}),
+    )
+}
+
+/// A cluster holding every definition, every instance type, and `objects`.
+pub fn cluster(objects: Vec<Value>) -> Fixture {
+    let mut all = definitions();
+    all.extend(instance_types());
+    all.extend(objects);
+    Fixture::new(all)
+}
+
+/// A `validate` payload (`{"request": ..., "settings": ...}`) for a write of `kind`.
+pub fn payload(
+    operation: &str,
+    kind: &str,
+    namespace: &str,
+    name: &str,
+    spec: Value,
+    old_spec: Option<Value>,
+    settings: Value,
+) -> Vec<u8> {
+    let object = |spec: Value| {
+        json!({"apiVersion": "apps.cozystack.io/v1alpha1", "kind": kind,
+               "metadata": {"name": name, "namespace": namespace}, "spec": spec})
+    };
+    let mut request = json!({
+        "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
+        "kind": {"group": "apps.cozystack.io", "version": "v1alpha1", "kind": kind},
+        "resource": {"group": "apps.cozystack.io", "version": "v1alpha1", "resource": format!("{}s", kind.to_lowercase())},
+        "name": name,
+        "namespace": namespace,
+        "operation": operation,
+        "userInfo": {"username": "tenant-user", "groups": ["system:authenticated"]},
+        "object": object(spec),
+    });
+    if let Some(old) = old_spec {
+        request["oldObject"] = object(old);
+    }
+    serde_json::to_vec(&json!({"request": request, "settings": settings})).expect("JSON serialises")
+}
