@@ -535,3 +535,7 @@ fn review_application(subject: &Subject<'_>, context: &Context<'_>) -> Verdict {
         Err(e) => Verdict::reject(e, warnings),
     }
 }
+
+#[cfg(test)]
+#[path = "admission_tests.rs"]
+mod tests;

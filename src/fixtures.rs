@@ -2,6 +2,8 @@
 //! ApplicationDefinitions with the proposed reservation blocks, the shipped instance types,
 //! and builders for stored applications, tenants and admission requests.
 
+use std::sync::OnceLock;
+
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -72,6 +74,15 @@ pub fn reservations() -> serde_json::Map<String, Value> {
 
 /// Every real definition, with the proposed reservation added where there is one.
 pub fn definitions() -> Vec<Value> {
+    defined().to_vec()
+}
+
+fn defined() -> &'static [Value] {
+    static DEFINED: OnceLock<Vec<Value>> = OnceLock::new();
+    DEFINED.get_or_init(build_definitions)
+}
+
+fn build_definitions() -> Vec<Value> {
     let blocks = reservations();
     real_definitions()
         .into_iter()
@@ -89,9 +100,10 @@ pub fn definitions() -> Vec<Value> {
 }
 
 pub fn definition(kind: &str) -> Value {
-    definitions()
-        .into_iter()
+    defined()
+        .iter()
         .find(|d| d["spec"]["application"]["kind"] == kind)
+        .cloned()
         .unwrap_or_else(|| panic!("no reference definition for {kind}"))
 }
 
@@ -104,7 +116,7 @@ pub fn instance_types() -> Vec<Value> {
 
 /// The HelmRelease the Cozystack API server stores for an application.
 pub fn application(kind: &str, namespace: &str, name: &str, values: Value) -> Value {
-    let prefix = definitions()
+    let prefix = defined()
         .iter()
         .find(|d| d["spec"]["application"]["kind"] == kind)
         .and_then(|d| d["spec"]["release"]["prefix"].as_str().map(str::to_string))

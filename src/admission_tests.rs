@@ -1,0 +1,723 @@
+//! The admission flow over real Cozystack definitions and instance types.
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::cluster::fixture::Fixture;
+use crate::fixtures::{self, application, cluster, payload, tenant};
+use crate::validate_payload;
+
+fn q(s: &str) -> Quantity {
+    Quantity::parse(s).unwrap()
+}
+
+fn res(pairs: &[(&str, &str)]) -> Resources {
+    pairs.iter().map(|(k, v)| (k.to_string(), q(v))).collect()
+}
+
+/// What one application of `kind` with `spec` reserves, by the real definition.
+fn charge(kind: &str, spec: Value) -> Result<Resources, String> {
+    charge_with(kind, spec, &Settings::default())
+}
+
+fn charge_with(kind: &str, spec: Value, settings: &Settings) -> Result<Resources, String> {
+    let k8s = cluster(Vec::new());
+    let context = Context::new(settings, &k8s).unwrap();
+    let governing = context.governing(kind)?;
+    context
+        .charge(&governing, kind, &spec)
+        .map(Option::unwrap_or_default)
+}
+
+fn create(k8s: &Fixture, kind: &str, ns: &str, name: &str, spec: Value) -> Verdict {
+    validate_payload(
+        &payload("CREATE", kind, ns, name, spec, None, json!({})),
+        k8s,
+    )
+}
+
+fn update(k8s: &Fixture, kind: &str, ns: &str, name: &str, old: Value, new: Value) -> Verdict {
+    validate_payload(
+        &payload("UPDATE", kind, ns, name, new, Some(old), json!({})),
+        k8s,
+    )
+}
+
+fn with_settings(
+    k8s: &Fixture,
+    settings: Value,
+    kind: &str,
+    ns: &str,
+    name: &str,
+    spec: Value,
+) -> Verdict {
+    validate_payload(
+        &payload("CREATE", kind, ns, name, spec, None, settings),
+        k8s,
+    )
+}
+
+fn message(v: &Verdict) -> &str {
+    v.message.as_deref().unwrap_or("")
+}
+
+// ---- evaluation per kind -------------------------------------------------------------
+
+#[test]
+fn vm_instance_defaults_to_u1_medium() {
+    // KubeVirt's u1.medium (1 vCPU, 4Gi), not the resource preset of the same name (2, 8Gi).
+    assert_eq!(
+        charge("VMInstance", json!({})).unwrap(),
+        res(&[("cpu", "1"), ("memory", "4Gi")])
+    );
+    assert_eq!(
+        charge("VMInstance", json!({"instanceType": "u1.2xlarge"})).unwrap(),
+        res(&[("cpu", "8"), ("memory", "32Gi")])
+    );
+}
+
+#[test]
+fn vm_instance_explicit_resources_win_key_by_key() {
+    let explicit =
+        json!({"instanceType": "", "resources": {"cpu": "1500m", "memory": "3Gi", "sockets": "1"}});
+    assert_eq!(
+        charge("VMInstance", explicit).unwrap(),
+        res(&[("cpu", "1500m"), ("memory", "3Gi")])
+    );
+    let both = json!({"instanceType": "u1.xlarge", "resources": {"cpu": 3, "memory": "6Gi"}});
+    assert_eq!(
+        charge("VMInstance", both).unwrap(),
+        res(&[("cpu", "3"), ("memory", "6Gi")])
+    );
+    let partial = json!({"instanceType": "u1.xlarge", "resources": {"cpu": "1"}});
+    assert_eq!(
+        charge("VMInstance", partial).unwrap(),
+        res(&[("cpu", "1"), ("memory", "16Gi")])
+    );
+    let none = json!({"instanceType": "", "resources": {"cpu": "1"}});
+    assert_eq!(
+        charge("VMInstance", none).unwrap_err(),
+        "spec: no memory size: resources.memory is unset, instanceType is unset"
+    );
+}
+
+#[test]
+fn vm_disk_charges_storage() {
+    assert_eq!(
+        charge("VMDisk", json!({})).unwrap(),
+        res(&[("storage", "5Gi")])
+    );
+    assert_eq!(
+        charge("VMDisk", json!({"storage": "1.5Ti"})).unwrap(),
+        res(&[("storage", "1536Gi")])
+    );
+}
+
+#[test]
+fn kubernetes_charges_control_plane_and_node_groups_at_max_replicas() {
+    // Control plane: 2 replicas of apiServer c1.medium (2, 2Gi) + three t1.micro (500m, 256Mi).
+    let control_plane = res(&[("cpu", "3500m"), ("memory", "2816Mi")])
+        .scaled(2)
+        .unwrap();
+    let spec = json!({"nodeGroups": {
+        "md0": {"minReplicas": 1, "maxReplicas": 4, "instanceType": "u1.large"},
+        "md1": {"minReplicas": 0, "maxReplicas": 2, "instanceType": "", "resources": {"cpu": "3", "memory": "5Gi"}, "diskSize": "50Gi"},
+    }});
+    let mut want = control_plane.clone();
+    want.add_all(&res(&[
+        ("cpu", "8"),
+        ("memory", "32Gi"),
+        ("storage", "80Gi"),
+    ]))
+    .unwrap(); // 4 x (2, 8Gi, 20Gi)
+    want.add_all(&res(&[
+        ("cpu", "6"),
+        ("memory", "10Gi"),
+        ("storage", "100Gi"),
+    ]))
+    .unwrap(); // 2 x (3, 5Gi, 50Gi)
+    assert_eq!(charge("Kubernetes", spec).unwrap(), want);
+
+    // No group declared: the chart's implicit md0 (10 x u1.medium, 20Gi disks) is charged.
+    let mut implicit = control_plane;
+    implicit
+        .add_all(&res(&[
+            ("cpu", "10"),
+            ("memory", "40Gi"),
+            ("storage", "200Gi"),
+        ]))
+        .unwrap();
+    assert_eq!(charge("Kubernetes", json!({})).unwrap(), implicit);
+}
+
+#[test]
+fn kubernetes_nodes_is_a_flat_worker_pool() {
+    assert_eq!(
+        charge("KubernetesNodes", json!({"cluster": "k1"})).unwrap(),
+        res(&[("cpu", "10"), ("memory", "40Gi"), ("storage", "200Gi")]),
+        "default: 10 x u1.medium (1, 4Gi) with 20Gi disks"
+    );
+    assert_eq!(
+        charge(
+            "KubernetesNodes",
+            json!({"maxReplicas": 3, "instanceType": "u1.small", "diskSize": "30Gi"})
+        )
+        .unwrap(),
+        res(&[("cpu", "3"), ("memory", "6Gi"), ("storage", "90Gi")])
+    );
+}
+
+#[test]
+fn postgres_by_preset_times_replicas() {
+    assert_eq!(
+        charge("Postgres", json!({})).unwrap(),
+        res(&[("cpu", "1"), ("memory", "512Mi"), ("storage", "20Gi")]),
+        "default: 2 x t1.micro (500m, 256Mi) with 10Gi"
+    );
+    assert_eq!(
+        charge(
+            "Postgres",
+            json!({"replicas": 3, "resourcesPreset": "u1.large", "size": "50Gi"})
+        )
+        .unwrap(),
+        res(&[("cpu", "12"), ("memory", "48Gi"), ("storage", "150Gi")])
+    );
+    assert_eq!(
+        charge(
+            "Postgres",
+            json!({"replicas": 1, "resourcesPreset": "small"})
+        )
+        .unwrap(),
+        res(&[("cpu", "1"), ("memory", "512Mi"), ("storage", "10Gi")]),
+        "legacy alias keeps its original size"
+    );
+}
+
+#[test]
+fn multi_component_kinds_sum_their_parts() {
+    // Kafka: 3 brokers c1.small (1, 1Gi) with 10Gi + 3 ZooKeeper c1.small with 5Gi.
+    assert_eq!(
+        charge("Kafka", json!({})).unwrap(),
+        res(&[("cpu", "6"), ("memory", "6Gi"), ("storage", "45Gi")])
+    );
+    // ClickHouse: 2x1 t1.small (1, 512Mi) with 10Gi+2Gi, keeper 3 x t1.micro with 1Gi.
+    assert_eq!(
+        charge("ClickHouse", json!({})).unwrap(),
+        res(&[("cpu", "3500m"), ("memory", "1792Mi"), ("storage", "27Gi")])
+    );
+    assert_eq!(
+        charge(
+            "ClickHouse",
+            json!({"shards": 2, "clickhouseKeeper": {"enabled": false}})
+        )
+        .unwrap(),
+        res(&[("cpu", "4"), ("memory", "2Gi"), ("storage", "48Gi")])
+    );
+}
+
+#[test]
+fn evaluation_failures_name_the_field() {
+    let cases = [
+        (
+            "VMInstance",
+            json!({"instanceType": "u9.huge"}),
+            "spec.instanceType: instance type \"u9.huge\" does not exist",
+        ),
+        (
+            "VMInstance",
+            json!({"instanceType": 4}),
+            "spec.instanceType: must be a string, not the number 4",
+        ),
+        (
+            "VMInstance",
+            json!({"instanceType": "", "resources": {"cpu": "1.5.3", "memory": "1Gi"}}),
+            "spec.resources.cpu: \"1.5.3\" is not a valid quantity",
+        ),
+        (
+            "VMInstance",
+            json!({"resources": "big"}),
+            "spec.resources: must be an object, not the string \"big\"",
+        ),
+        (
+            "VMDisk",
+            json!({"storage": "-5Gi"}),
+            "spec.storage: \"-5Gi\" is negative",
+        ),
+        (
+            "VMDisk",
+            json!({"storage": "1e400"}),
+            "spec.storage: \"1e400\" is too large",
+        ),
+        (
+            "Postgres",
+            json!({"replicas": "10"}),
+            "spec.replicas: must be an integer, not the string \"10\"",
+        ),
+        (
+            "Postgres",
+            json!({"replicas": 2.5}),
+            "spec.replicas: must be a whole number, got 2.5",
+        ),
+        (
+            "Postgres",
+            json!({"replicas": -1}),
+            "spec.replicas: must not be negative, got -1",
+        ),
+        (
+            "Postgres",
+            json!({"resourcesPreset": "x9.giant"}),
+            "spec.resourcesPreset: unknown resource preset \"x9.giant\"",
+        ),
+        (
+            "Kubernetes",
+            json!({"nodeGroups": ["md0"]}),
+            "spec.nodeGroups.0: must be an object, not the string \"md0\"",
+        ),
+        (
+            "Kubernetes",
+            json!({"nodeGroups": {"md0": {"maxReplicas": 1, "gpus": [{"name": "x", "count": "2"}]}}}),
+            "spec.nodeGroups.md0.gpus.0.count: must be an integer, not the string \"2\"",
+        ),
+        (
+            "Postgres",
+            json!({"replicas": u64::MAX, "size": "1Ei"}),
+            "replicas overflow the reservation",
+        ),
+    ];
+    for (kind, spec, want) in cases {
+        let err = charge(kind, spec.clone()).unwrap_err();
+        assert!(err.contains(want), "{kind} {spec}: {err:?} lacks {want:?}");
+    }
+}
+
+// ---- admission decisions ---------------------------------------------------------------
+
+/// tenant-root (unbounded) -> foo (16 cpu, 32Gi, 100Gi storage), holding VMs of 4Gi, 4Gi, 8Gi.
+fn foo_pool(extra: Vec<Value>) -> Fixture {
+    let mut objects = vec![
+        tenant("tenant-root", "root", json!({})),
+        tenant(
+            "tenant-root",
+            "foo",
+            json!({"cpu": "16", "memory": "32Gi", "storage": "100Gi"}),
+        ),
+        application(
+            "VMInstance",
+            "tenant-foo",
+            "vm1",
+            json!({"instanceType": "u1.medium"}),
+        ),
+        application("VMInstance", "tenant-foo", "vm2", json!({})),
+        application(
+            "VMInstance",
+            "tenant-foo",
+            "vm3",
+            json!({"instanceType": "", "resources": {"cpu": 2, "memory": "8Gi"}}),
+        ),
+    ];
+    objects.extend(extra);
+    cluster(objects)
+}
+
+#[test]
+fn create_that_fits_is_accepted_and_one_that_does_not_is_explained() {
+    let k8s = foo_pool(Vec::new());
+    let fits = create(
+        &k8s,
+        "VMInstance",
+        "tenant-foo",
+        "db1",
+        json!({"instanceType": "u1.xlarge"}),
+    );
+    assert!(fits.allowed, "16Gi + 16Gi fits in 32Gi: {fits:?}");
+    let over = create(
+        &k8s,
+        "VMInstance",
+        "tenant-foo",
+        "db1",
+        json!({"instanceType": "u1.2xlarge"}),
+    );
+    assert!(!over.allowed);
+    assert_eq!(
+        message(&over),
+        "VMInstance tenant-foo/db1: memory 32Gi exceeds pool tenant-foo: budget 32Gi, reserved 16Gi by 3 applications, available 16Gi"
+    );
+}
+
+#[test]
+fn host_calls_are_constant_and_ordered() {
+    let small = foo_pool(Vec::new());
+    create(&small, "Postgres", "tenant-foo", "pg", json!({}));
+    let many: Vec<Value> = (0..200)
+        .map(|i| {
+            application(
+                "VMInstance",
+                "tenant-foo",
+                &format!("vm-x{i}"),
+                json!({"instanceType": "u1.nano"}),
+            )
+        })
+        .collect();
+    let large = foo_pool(many);
+    let verdict = create(&large, "Postgres", "tenant-foo", "pg", json!({}));
+    assert!(!verdict.allowed, "200 more VMs fill the pool: {verdict:?}");
+    assert_eq!(small.calls(), large.calls());
+    assert_eq!(
+        large.calls(),
+        [
+            Query::Applications,
+            Query::Definitions,
+            Query::InstanceTypes
+        ]
+    );
+}
+
+#[test]
+fn update_checks_growth_only() {
+    let k8s = foo_pool(Vec::new());
+    let grow = update(
+        &k8s,
+        "VMInstance",
+        "tenant-foo",
+        "vm1",
+        json!({"instanceType": "u1.medium"}),
+        json!({"instanceType": "u1.2xlarge"}),
+    );
+    assert_eq!(
+        message(&grow),
+        "VMInstance tenant-foo/vm1: memory grows by 28Gi to 32Gi, which exceeds pool tenant-foo: budget 32Gi, reserved 12Gi by 2 applications, available 20Gi"
+    );
+    let ok = update(
+        &k8s,
+        "VMInstance",
+        "tenant-foo",
+        "vm1",
+        json!({"instanceType": "u1.medium"}),
+        json!({"instanceType": "u1.xlarge"}),
+    );
+    assert!(ok.allowed, "16Gi + 4Gi + 8Gi fits in 32Gi: {ok:?}");
+}
+
+#[test]
+fn shrinking_passes_even_over_budget() {
+    // The parent lowered foo's quota to 8Gi after three 4Gi VMs existed.
+    let k8s = cluster(vec![
+        tenant("tenant-root", "foo", json!({"memory": "8Gi"})),
+        application("VMInstance", "tenant-foo", "vm1", json!({})),
+        application("VMInstance", "tenant-foo", "vm2", json!({})),
+        application("VMInstance", "tenant-foo", "vm3", json!({})),
+    ]);
+    let shrink = update(
+        &k8s,
+        "VMInstance",
+        "tenant-foo",
+        "vm1",
+        json!({}),
+        json!({"instanceType": "u1.small"}),
+    );
+    assert!(shrink.allowed, "{shrink:?}");
+    let same = update(
+        &k8s,
+        "VMInstance",
+        "tenant-foo",
+        "vm1",
+        json!({}),
+        json!({"instanceType": "u1.medium", "runStrategy": "Halted"}),
+    );
+    assert!(same.allowed, "{same:?}");
+    assert_eq!(
+        k8s.calls(),
+        [
+            Query::Applications,
+            Query::Definitions,
+            Query::InstanceTypes,
+            Query::Applications,
+            Query::Definitions,
+            Query::InstanceTypes
+        ]
+    );
+}
+
+#[test]
+fn nested_tenants_carve_out_and_unbounded_children_share() {
+    let k8s = cluster(vec![
+        tenant("tenant-root", "root", json!({})),
+        tenant("tenant-root", "a", json!({"cpu": "10", "memory": "40Gi"})),
+        tenant("tenant-a", "b", json!({})), // unbounded: shares a's pool
+        tenant(
+            "tenant-a",
+            "c",
+            json!({"requests.cpu": "4", "memory": "16Gi"}),
+        ), // carved out
+        application(
+            "Postgres",
+            "tenant-a-b",
+            "pg",
+            json!({"replicas": 2, "resourcesPreset": "u1.medium"}),
+        ), // 4 cpu, 16Gi
+        application(
+            "VMInstance",
+            "tenant-a-c",
+            "big",
+            json!({"instanceType": "u1.2xlarge"}),
+        ), // not in a's pool
+    ]);
+    // Pool tenant-a: cpu 10 - 4 carved = 6 for members; Postgres reserves 4.
+    let fits = create(
+        &k8s,
+        "VMInstance",
+        "tenant-a",
+        "vm",
+        json!({"instanceType": "u1.medium"}),
+    );
+    assert!(fits.allowed, "{fits:?}");
+    let over = create(
+        &k8s,
+        "VMInstance",
+        "tenant-a-b",
+        "vm",
+        json!({"instanceType": "u1.xlarge"}),
+    );
+    assert_eq!(
+        message(&over),
+        "VMInstance tenant-a-b/vm: cpu 4 exceeds pool tenant-a: budget 10, 4 carved out by 1 sub-tenant, reserved 4 by 1 application, available 2; \
+         memory 16Gi exceeds pool tenant-a: budget 40Gi, 16Gi carved out by 1 sub-tenant, reserved 16Gi by 1 application, available 8Gi"
+    );
+    // The bounded child is its own pool: 4 cpu, its big VM already takes 8.
+    let child = create(
+        &k8s,
+        "VMDisk",
+        "tenant-a-c",
+        "disk",
+        json!({"storage": "10Gi"}),
+    );
+    assert!(child.allowed, "c bounds no storage: {child:?}");
+}
+
+#[test]
+fn a_namespace_outside_any_pool_is_accepted() {
+    let k8s = cluster(vec![
+        tenant("tenant-root", "root", json!({})),
+        tenant("tenant-root", "free", json!({})),
+    ]);
+    let v = create(
+        &k8s,
+        "VMInstance",
+        "tenant-free",
+        "huge",
+        json!({"instanceType": "u1.4xlarge"}),
+    );
+    assert!(v.allowed);
+    assert_eq!(
+        k8s.calls(),
+        [Query::Applications],
+        "no definitions needed outside a pool"
+    );
+    let v = create(
+        &k8s,
+        "VMInstance",
+        "default",
+        "x",
+        json!({"instanceType": "nope"}),
+    );
+    assert!(v.allowed, "not a tenant namespace");
+}
+
+#[test]
+fn the_object_under_admission_fails_closed() {
+    let k8s = foo_pool(Vec::new());
+    let v = create(
+        &k8s,
+        "VMInstance",
+        "tenant-foo",
+        "x",
+        json!({"instanceType": "u1.mega"}),
+    );
+    assert_eq!(
+        message(&v),
+        "VMInstance tenant-foo/x cannot be evaluated: spec.instanceType: instance type \"u1.mega\" does not exist"
+    );
+    let v = create(
+        &k8s,
+        "VMDisk",
+        "tenant-foo",
+        "d",
+        json!({"storage": "10 Gi"}),
+    );
+    assert_eq!(
+        message(&v),
+        "VMDisk tenant-foo/d cannot be evaluated: spec.storage: \"10 Gi\" is not a valid quantity"
+    );
+    let v = create(&k8s, "Unicorn", "tenant-foo", "u", json!({}));
+    assert_eq!(
+        message(&v),
+        "Unicorn tenant-foo/u cannot be evaluated: no ApplicationDefinition declares kind Unicorn"
+    );
+}
+
+#[test]
+fn kinds_without_a_reservation_need_an_exemption() {
+    let k8s = foo_pool(Vec::new());
+    let v = create(&k8s, "Bucket", "tenant-foo", "b", json!({}));
+    assert_eq!(
+        message(&v),
+        "Bucket tenant-foo/b cannot be evaluated: ApplicationDefinition bucket declares no spec.reservation, and Bucket is not in the exemptKinds setting"
+    );
+    let v = with_settings(
+        &k8s,
+        json!({"exemptKinds": ["Bucket"]}),
+        "Bucket",
+        "tenant-foo",
+        "b",
+        json!({}),
+    );
+    assert!(v.allowed, "{v:?}");
+    let v = with_settings(
+        &k8s,
+        json!({"requireReservation": false}),
+        "Bucket",
+        "tenant-foo",
+        "b",
+        json!({}),
+    );
+    assert!(v.allowed, "{v:?}");
+}
+
+#[test]
+fn a_sibling_that_cannot_be_evaluated_denies_or_warns() {
+    let k8s = foo_pool(vec![application(
+        "VMInstance",
+        "tenant-foo",
+        "legacy",
+        json!({"instanceType": "gone.large"}),
+    )]);
+    let v = create(&k8s, "VMDisk", "tenant-foo", "d", json!({}));
+    assert!(!v.allowed);
+    assert_eq!(
+        message(&v),
+        "VMDisk tenant-foo/d: pool tenant-foo cannot be checked, 1 other object cannot be evaluated (siblingFailure: deny): \
+         VMInstance tenant-foo/legacy: spec.instanceType: instance type \"gone.large\" does not exist"
+    );
+    let v = with_settings(
+        &k8s,
+        json!({"siblingFailure": "warn"}),
+        "VMDisk",
+        "tenant-foo",
+        "d",
+        json!({}),
+    );
+    assert!(v.allowed, "{v:?}");
+    assert_eq!(
+        v.warnings,
+        [
+            "counted as zero in pool tenant-foo: VMInstance tenant-foo/legacy: spec.instanceType: instance type \"gone.large\" does not exist"
+        ]
+    );
+}
+
+#[test]
+fn requests_that_are_not_checked() {
+    let k8s = foo_pool(Vec::new());
+    for op in ["DELETE", "CONNECT"] {
+        let v = validate_payload(
+            &payload(
+                op,
+                "VMInstance",
+                "tenant-foo",
+                "vm1",
+                json!({"instanceType": "u1.4xlarge"}),
+                None,
+                json!({}),
+            ),
+            &k8s,
+        );
+        assert!(v.allowed, "{op}");
+    }
+    assert!(k8s.calls().is_empty(), "no lookups for DELETE or CONNECT");
+    let v = validate_payload(
+        &payload(
+            "PATCH",
+            "VMInstance",
+            "tenant-foo",
+            "vm1",
+            json!({}),
+            None,
+            json!({}),
+        ),
+        &k8s,
+    );
+    assert_eq!(message(&v), "unsupported admission operation \"PATCH\"");
+    let v = validate_payload(
+        &payload(
+            "UPDATE",
+            "VMInstance",
+            "tenant-foo",
+            "vm1",
+            json!({}),
+            None,
+            json!({}),
+        ),
+        &k8s,
+    );
+    assert_eq!(
+        message(&v),
+        "VMInstance tenant-foo/vm1: an UPDATE without oldObject cannot be checked for growth"
+    );
+    let v = validate_payload(b"{\"request\": 3}", &k8s);
+    assert!(
+        message(&v).starts_with("the admission request cannot be read"),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn a_missing_spec_is_charged_at_the_defaults() {
+    let k8s = cluster(vec![tenant("tenant-root", "foo", json!({"memory": "2Gi"}))]);
+    let mut request: Value = serde_json::from_slice(&payload(
+        "CREATE",
+        "VMInstance",
+        "tenant-foo",
+        "vm",
+        json!({}),
+        None,
+        json!({}),
+    ))
+    .unwrap();
+    request["request"]["object"]
+        .as_object_mut()
+        .unwrap()
+        .remove("spec");
+    let v = validate_payload(&serde_json::to_vec(&request).unwrap(), &k8s);
+    assert_eq!(
+        message(&v),
+        "VMInstance tenant-foo/vm: memory 4Gi exceeds pool tenant-foo: budget 2Gi, reserved 0 by 0 applications, available 2Gi"
+    );
+}
+
+#[test]
+fn a_definition_with_a_broken_schema_is_refused_by_name() {
+    let mut broken = fixtures::definition("VMDisk");
+    broken["spec"]["application"]["openAPISchema"] = json!("{\"type\": \"object\",");
+    let mut objects: Vec<Value> = fixtures::definitions()
+        .into_iter()
+        .filter(|d| d["spec"]["application"]["kind"] != "VMDisk")
+        .collect();
+    objects.push(broken);
+    objects.push(tenant("tenant-root", "foo", json!({"storage": "10Gi"})));
+    let k8s = Fixture::new(objects);
+    let v = create(&k8s, "VMDisk", "tenant-foo", "d", json!({}));
+    assert!(message(&v).starts_with("VMDisk tenant-foo/d cannot be evaluated: ApplicationDefinition vm-disk: spec.application.openAPISchema is not valid JSON"), "{v:?}");
+}
+
+#[test]
+fn a_host_answer_that_is_not_a_list_is_refused() {
+    let k8s = foo_pool(Vec::new()).answering(Query::Applications, Ok(b"[1,2]".to_vec()));
+    let v = create(&k8s, "VMDisk", "tenant-foo", "d", json!({}));
+    assert!(message(&v).starts_with("VMDisk tenant-foo/d: cannot read the applications: the HelmRelease list from the cluster is not a valid list"), "{v:?}");
+    let k8s = foo_pool(Vec::new()).answering(Query::Definitions, Err("connection refused".into()));
+    let v = create(&k8s, "VMDisk", "tenant-foo", "d", json!({}));
+    assert_eq!(
+        message(&v),
+        "VMDisk tenant-foo/d cannot be evaluated: cannot read the ApplicationDefinitions: connection refused"
+    );
+}
