@@ -721,3 +721,340 @@ fn a_host_answer_that_is_not_a_list_is_refused() {
         "VMDisk tenant-foo/d cannot be evaluated: cannot read the ApplicationDefinitions: connection refused"
     );
 }
+
+// ---- GPU budgets -----------------------------------------------------------------------
+
+const A10: &str = "nvidia.com/GA102GL_A10";
+
+fn gpu_settings() -> Settings {
+    serde_json::from_value(json!({"gpuDeviceClasses": {A10: "a10"}})).unwrap()
+}
+
+#[test]
+fn gpu_entries_charge_their_class_and_all_classes() {
+    let vm = json!({"instanceType": "u1.large", "gpus": [{"name": A10}, {"name": A10}]});
+    assert_eq!(
+        charge_with("VMInstance", vm.clone(), &gpu_settings()).unwrap(),
+        res(&[
+            ("cpu", "2"),
+            ("memory", "8Gi"),
+            ("a10.gpuclass.cozystack.io/devices", "2"),
+            ("gpuclass.cozystack.io/devices", "2")
+        ])
+    );
+    // A device with no known class counts in the all-classes key only.
+    assert_eq!(
+        charge("VMInstance", vm).unwrap(),
+        res(&[
+            ("cpu", "2"),
+            ("memory", "8Gi"),
+            ("gpuclass.cozystack.io/devices", "2")
+        ])
+    );
+    let explicit = json!({"gpus": [{"class": "l40s", "count": 3}]});
+    assert_eq!(
+        charge("VMInstance", explicit)
+            .unwrap()
+            .get("l40s.gpuclass.cozystack.io/devices"),
+        q("3")
+    );
+    let bad = json!({"gpus": [{"class": "L40S!"}]});
+    assert_eq!(
+        charge("VMInstance", bad).unwrap_err(),
+        "spec.gpus.0.class: \"L40S!\" is not a valid GPU class (a DNS label)"
+    );
+}
+
+#[test]
+fn gpu_instance_types_reserve_their_devices() {
+    let settings: Settings =
+        serde_json::from_value(json!({"gpuDeviceClasses": {"nvidia.com/A400": "a400"}})).unwrap();
+    assert_eq!(
+        charge_with(
+            "VMInstance",
+            json!({"instanceType": "gn1.2xlarge"}),
+            &settings
+        )
+        .unwrap(),
+        res(&[
+            ("cpu", "8"),
+            ("memory", "32Gi"),
+            ("a400.gpuclass.cozystack.io/devices", "1"),
+            ("gpuclass.cozystack.io/devices", "1")
+        ])
+    );
+}
+
+#[test]
+fn worker_pools_reserve_gpus_times_max_replicas() {
+    let nodes = json!({"maxReplicas": 4, "instanceType": "u1.xlarge", "gpus": [{"name": A10}]});
+    let charged = charge_with("KubernetesNodes", nodes, &gpu_settings()).unwrap();
+    assert_eq!(charged.get("a10.gpuclass.cozystack.io/devices"), q("4"));
+    assert_eq!(charged.get("gpuclass.cozystack.io/devices"), q("4"));
+    let cluster_spec = json!({"nodeGroups": {"gpu": {"minReplicas": 0, "maxReplicas": 3, "instanceType": "u1.xlarge", "gpus": [{"name": A10}, {"name": A10}]}}});
+    let charged = charge_with("Kubernetes", cluster_spec, &gpu_settings()).unwrap();
+    assert_eq!(charged.get("a10.gpuclass.cozystack.io/devices"), q("6"));
+}
+
+fn gpu_pool() -> Fixture {
+    cluster(vec![
+        tenant(
+            "tenant-root",
+            "ml",
+            json!({"a10.gpuclass.cozystack.io/devices": "2", "gpuclass.cozystack.io/devices": "3"}),
+        ),
+        application(
+            "VMInstance",
+            "tenant-ml",
+            "train",
+            json!({"gpus": [{"name": A10}]}),
+        ),
+        application(
+            "VMInstance",
+            "tenant-ml",
+            "other",
+            json!({"gpus": [{"name": "nvidia.com/AD102GL_L40S"}]}),
+        ),
+    ])
+}
+
+fn gpu_create(k8s: &Fixture, name: &str, spec: Value) -> Verdict {
+    let settings = json!({"gpuDeviceClasses": {A10: "a10"}});
+    validate_payload(
+        &payload(
+            "CREATE",
+            "VMInstance",
+            "tenant-ml",
+            name,
+            spec,
+            None,
+            settings,
+        ),
+        k8s,
+    )
+}
+
+#[test]
+fn gpu_budgets_are_enforced_per_class_and_over_all_classes() {
+    let k8s = gpu_pool();
+    let v = gpu_create(&k8s, "a", json!({"gpus": [{"name": A10}]}));
+    assert!(v.allowed, "one a10 left, one device left: {v:?}");
+    let v = gpu_create(&k8s, "b", json!({"gpus": [{"name": A10}, {"name": A10}]}));
+    assert_eq!(
+        message(&v),
+        "VMInstance tenant-ml/b: a10.gpuclass.cozystack.io/devices 2 exceeds pool tenant-ml: budget 2, reserved 1 by 1 application, available 1; \
+         gpuclass.cozystack.io/devices 2 exceeds pool tenant-ml: budget 3, reserved 2 by 2 applications, available 1"
+    );
+    let v = gpu_create(&k8s, "c", json!({"gpus": [{"class": "h100", "count": 2}]}));
+    assert!(message(&v).starts_with("VMInstance tenant-ml/c: gpuclass.cozystack.io/devices 2 exceeds pool tenant-ml: budget 3"), "{v:?}");
+}
+
+#[test]
+fn a_gpu_shrink_passes_in_an_over_budget_pool() {
+    let k8s = cluster(vec![
+        tenant(
+            "tenant-root",
+            "ml",
+            json!({"gpuclass.cozystack.io/devices": "1"}),
+        ),
+        application(
+            "KubernetesNodes",
+            "tenant-ml",
+            "gpu",
+            json!({"maxReplicas": 3, "gpus": [{"name": A10}]}),
+        ),
+    ]);
+    let old = json!({"maxReplicas": 3, "gpus": [{"name": A10}]});
+    let shrink = update(
+        &k8s,
+        "KubernetesNodes",
+        "tenant-ml",
+        "gpu",
+        old.clone(),
+        json!({"maxReplicas": 2, "gpus": [{"name": A10}]}),
+    );
+    assert!(shrink.allowed, "{shrink:?}");
+    let grow = update(
+        &k8s,
+        "KubernetesNodes",
+        "tenant-ml",
+        "gpu",
+        old,
+        json!({"maxReplicas": 4, "gpus": [{"name": A10}]}),
+    );
+    assert!(
+        message(&grow).contains(
+            "gpuclass.cozystack.io/devices grows by 1 to 4, which exceeds pool tenant-ml: budget 1"
+        ),
+        "{grow:?}"
+    );
+}
+
+// ---- the Tenant declaration gate -----------------------------------------------------------
+
+fn tenant_write(
+    k8s: &Fixture,
+    namespace: &str,
+    name: &str,
+    quota: Value,
+    old: Option<Value>,
+) -> Verdict {
+    let spec = json!({"resourceQuotas": quota});
+    let old = old.map(|o| json!({"resourceQuotas": o}));
+    let op = if old.is_some() { "UPDATE" } else { "CREATE" };
+    validate_payload(
+        &payload(op, "Tenant", namespace, name, spec, old, json!({})),
+        k8s,
+    )
+}
+
+/// tenant-a: 10 cpu, 40Gi; sub-tenant x declares 4 cpu, 8Gi; a VM in tenant-a reserves 4Gi.
+fn parent_pool(extra: Vec<Value>) -> Fixture {
+    let mut objects = vec![
+        tenant("tenant-root", "root", json!({})),
+        tenant("tenant-root", "a", json!({"cpu": "10", "memory": "40Gi"})),
+        tenant("tenant-a", "x", json!({"cpu": "4", "memory": "8Gi"})),
+        application("VMInstance", "tenant-a", "vm", json!({})),
+    ];
+    objects.extend(extra);
+    cluster(objects)
+}
+
+#[test]
+fn a_child_tenant_must_fit_in_its_parents_pool() {
+    let k8s = parent_pool(Vec::new());
+    let fits = tenant_write(
+        &k8s,
+        "tenant-a",
+        "y",
+        json!({"cpu": "5", "memory": "28Gi"}),
+        None,
+    );
+    assert!(fits.allowed, "{fits:?}");
+    let over = tenant_write(
+        &k8s,
+        "tenant-a",
+        "y",
+        json!({"cpu": "6", "memory": "29Gi"}),
+        None,
+    );
+    assert_eq!(
+        message(&over),
+        "Tenant tenant-a/y: cpu 6 exceeds pool tenant-a: budget 10, 4 carved out by 1 sub-tenant, reserved 1 by 1 application, available 5; \
+         memory 29Gi exceeds pool tenant-a: budget 40Gi, 8Gi carved out by 1 sub-tenant, reserved 4Gi by 1 application, available 28Gi"
+    );
+}
+
+#[test]
+fn a_child_may_bound_what_its_parent_leaves_unbounded() {
+    let k8s = parent_pool(Vec::new());
+    let v = tenant_write(
+        &k8s,
+        "tenant-a",
+        "y",
+        json!({"storage": "10Ti", "services.loadbalancers": 3}),
+        None,
+    );
+    assert!(v.allowed, "{v:?}");
+}
+
+#[test]
+fn a_child_update_checks_only_growth_and_excludes_itself() {
+    // x grows its cpu from 4 to 9: its own old carve-out does not count against it.
+    let k8s = parent_pool(Vec::new());
+    let v = tenant_write(
+        &k8s,
+        "tenant-a",
+        "x",
+        json!({"cpu": "9", "memory": "8Gi"}),
+        Some(json!({"cpu": "4", "memory": "8Gi"})),
+    );
+    assert!(v.allowed, "9 + 1 reserved fits 10: {v:?}");
+    let v = tenant_write(
+        &k8s,
+        "tenant-a",
+        "x",
+        json!({"cpu": "10", "memory": "8Gi"}),
+        Some(json!({"cpu": "4", "memory": "8Gi"})),
+    );
+    assert!(
+        message(&v)
+            .starts_with("Tenant tenant-a/x: cpu grows by 6 to 10, which exceeds pool tenant-a"),
+        "{v:?}"
+    );
+    // An overcommitted pool still lets a child shrink, with a warning.
+    let k8s = parent_pool(vec![tenant("tenant-a", "z", json!({"cpu": "7"}))]);
+    let v = tenant_write(
+        &k8s,
+        "tenant-a",
+        "x",
+        json!({"cpu": "3"}),
+        Some(json!({"cpu": "4", "memory": "8Gi"})),
+    );
+    assert!(v.allowed, "{v:?}");
+    assert_eq!(
+        v.warnings,
+        ["pool tenant-a is overcommitted (cpu: sub-tenants declare 11 of a budget of 10)"]
+    );
+}
+
+#[test]
+fn the_applications_of_a_child_becoming_bounded_leave_the_parent_pool() {
+    // b is unbounded, its 40Gi Postgres fills a's pool; bounding b at 40Gi moves it out.
+    let k8s = cluster(vec![
+        tenant("tenant-root", "a", json!({"memory": "48Gi"})),
+        tenant("tenant-a", "b", json!({})),
+        application(
+            "Postgres",
+            "tenant-a-b",
+            "pg",
+            json!({"replicas": 5, "resourcesPreset": "u1.medium"}),
+        ),
+    ]);
+    let v = tenant_write(
+        &k8s,
+        "tenant-a",
+        "b",
+        json!({"memory": "40Gi"}),
+        Some(json!({})),
+    );
+    assert!(v.allowed, "{v:?}");
+    let v = tenant_write(&k8s, "tenant-a", "c", json!({"memory": "16Gi"}), None);
+    assert!(message(&v).contains("memory 16Gi exceeds pool tenant-a: budget 48Gi, reserved 40Gi by 1 application, available 8Gi"), "{v:?}");
+}
+
+#[test]
+fn tenant_declarations_are_validated() {
+    let k8s = parent_pool(Vec::new());
+    let v = tenant_write(
+        &k8s,
+        "tenant-a",
+        "y",
+        json!({"a10.gpuclass.cozystack.io/memory": "1", "gpuclass.cozystack.io/devices": "1"}),
+        None,
+    );
+    assert_eq!(
+        message(&v),
+        "Tenant tenant-a/y: spec.resourceQuotas.a10.gpuclass.cozystack.io/memory is in the GPU budget domain but not a budget key \
+         (gpuclass.cozystack.io/devices or <class>.gpuclass.cozystack.io/devices): the tenant chart keeps such keys out of the ResourceQuota, so nothing would enforce it"
+    );
+    let v = tenant_write(
+        &k8s,
+        "tenant-a",
+        "y",
+        json!({"cpu": "-1", "memory": "lots"}),
+        None,
+    );
+    assert_eq!(
+        message(&v),
+        "Tenant tenant-a/y: spec.resourceQuotas.cpu: \"-1\" is negative; spec.resourceQuotas.memory: \"lots\" is not a valid quantity"
+    );
+    let v = tenant_write(
+        &k8s,
+        "tenant-root",
+        "z",
+        json!({"a10.gpuclass.cozystack.io/devices": 2}),
+        None,
+    );
+    assert!(v.allowed, "no parent pool, valid keys: {v:?}");
+}
