@@ -1,8 +1,9 @@
 //! One admission request, start to verdict: read what the cluster holds, evaluate the
 //! object and its pool, decide. Generic over [`Kubernetes`], so it runs natively in tests.
 
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
 
 use kubewarden_policy_sdk::request::KubernetesAdmissionRequest;
 use serde_json::{Map, Value};
@@ -195,6 +196,7 @@ pub struct Context<'k> {
     applications: OnceCell<Result<Vec<Application>, String>>,
     definitions: OnceCell<Result<HashMap<String, Vec<ApplicationDefinition>>, String>>,
     instance_types: OnceCell<Result<InstanceTypeTable, String>>,
+    governing: RefCell<HashMap<String, Result<Rc<Governing>, String>>>,
 }
 
 impl<'k> Context<'k> {
@@ -206,6 +208,7 @@ impl<'k> Context<'k> {
             applications: OnceCell::new(),
             definitions: OnceCell::new(),
             instance_types: OnceCell::new(),
+            governing: RefCell::new(HashMap::new()),
         })
     }
 
@@ -249,8 +252,19 @@ impl<'k> Context<'k> {
             .map_err(|e| format!("cannot read the ApplicationDefinitions: {e}"))
     }
 
-    /// The definition governing `kind`, ready to evaluate.
-    pub fn governing(&self, kind: &str) -> Result<Governing, String> {
+    /// The definition governing `kind`, ready to evaluate (prepared once per request).
+    pub fn governing(&self, kind: &str) -> Result<Rc<Governing>, String> {
+        if let Some(known) = self.governing.borrow().get(kind) {
+            return known.clone();
+        }
+        let prepared = self.prepare(kind).map(Rc::new);
+        self.governing
+            .borrow_mut()
+            .insert(kind.to_string(), prepared.clone());
+        prepared
+    }
+
+    fn prepare(&self, kind: &str) -> Result<Governing, String> {
         let definitions = self
             .definitions()?
             .get(kind)
@@ -313,7 +327,6 @@ impl<'k> Context<'k> {
     ) -> Result<(Usage, Vec<String>), String> {
         let mut usage = Usage::default();
         let mut problems = Vec::new();
-        let mut governing: HashMap<&str, Result<Governing, String>> = HashMap::new();
         for app in self.applications()? {
             if app.kind == TENANT_KIND
                 || self.settings.exempt_kinds.contains(&app.kind)
@@ -322,16 +335,13 @@ impl<'k> Context<'k> {
             {
                 continue;
             }
-            let definition = governing
-                .entry(app.kind.as_str())
-                .or_insert_with(|| self.governing(&app.kind));
-            let charge = definition.as_ref().map_err(String::clone).and_then(|g| {
+            let charge = self.governing(&app.kind).and_then(|g| {
                 let values: Value = match &app.values {
                     Some(raw) => serde_json::from_str(raw.get())
                         .map_err(|e| format!("spec.values is not valid JSON: {e}"))?,
                     None => Value::Object(Map::new()),
                 };
-                self.charge(g, &app.kind, &values)
+                self.charge(&g, &app.kind, &values)
             });
             match charge {
                 Ok(Some(r)) => usage

@@ -616,6 +616,19 @@ fn a_sibling_that_cannot_be_evaluated_denies_or_warns() {
 }
 
 #[test]
+fn settings_that_do_not_parse_are_invalid_not_an_error() {
+    let r = crate::check_settings(br#"{"siblingFailure": "ignore"}"#);
+    assert!(!r.valid);
+    assert!(
+        r.message
+            .unwrap()
+            .contains("unknown variant `ignore`, expected `deny` or `warn`")
+    );
+    let r = crate::check_settings(br#"{"exemptKinds": ["Info"]}"#);
+    assert!(r.valid && r.message.is_none());
+}
+
+#[test]
 fn requests_that_are_not_checked() {
     let k8s = foo_pool(Vec::new());
     for op in ["DELETE", "CONNECT"] {

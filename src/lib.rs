@@ -8,10 +8,11 @@
 //! - [`cluster`]: every Kubernetes lookup, behind one interface (host and fixture).
 //! - [`quantity`], [`resources`]: exact Kubernetes quantities and their sums.
 
+use kubewarden_policy_sdk::protocol_version_guest;
 use kubewarden_policy_sdk::request::ValidationRequest;
 use kubewarden_policy_sdk::response::ValidationResponse;
+use kubewarden_policy_sdk::settings::{SettingsValidationResponse, Validatable};
 use kubewarden_policy_sdk::wapc_guest::prelude::*;
-use kubewarden_policy_sdk::{protocol_version_guest, validate_settings};
 
 pub mod admission;
 pub mod cluster;
@@ -34,7 +35,7 @@ use settings::Settings;
 #[unsafe(no_mangle)]
 pub extern "C" fn wapc_init() {
     register_function("validate", validate);
-    register_function("validate_settings", validate_settings::<Settings>);
+    register_function("validate_settings", validate_settings);
     register_function("protocol_version", protocol_version_guest);
 }
 
@@ -50,6 +51,23 @@ pub fn validate_payload(payload: &[u8], k8s: &dyn cluster::Kubernetes) -> Verdic
             format!("the admission request cannot be read: {e}"),
             Vec::new(),
         ),
+    }
+}
+
+fn validate_settings(payload: &[u8]) -> CallResult {
+    Ok(serde_json::to_vec(&check_settings(payload))?)
+}
+
+/// Like the SDK's helper, but a settings document that does not even parse (a typo in a
+/// field name, a wrong type) is reported as invalid settings with serde's message, not as a
+/// policy error.
+pub fn check_settings(payload: &[u8]) -> SettingsValidationResponse {
+    let outcome = serde_json::from_slice::<Settings>(payload)
+        .map_err(|e| e.to_string())
+        .and_then(|s| s.validate());
+    SettingsValidationResponse {
+        valid: outcome.is_ok(),
+        message: outcome.err(),
     }
 }
 
