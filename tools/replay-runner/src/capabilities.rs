@@ -1,0 +1,712 @@
+//! The host side of the guest's waPC host calls: what Kubewarden's policy-evaluator
+//! (`runtimes/callback.rs`) does with `__host_call`, for the calls a context-aware policy makes.
+//!
+//! * `kubewarden` / `tracing` / `log`: the SDK's log drain. Accepted, answered with nothing,
+//!   never recorded; printed on stderr when [`LogMode::Stderr`].
+//! * `kubewarden` / `kubernetes` / `list_resources_all`, `list_resources_by_namespace`,
+//!   `get_resource`: checked against the context-aware allow-list, then answered by an
+//!   [`Answerer`] (a session replay, a cluster state, a recorder around one, or a closure).
+//! * anything else: refused, naming the binding, namespace and operation.
+//!
+//! Errors that a real host gives the policy (not found, wrong scope, a recorded `type: Error`)
+//! go back to the guest as host-call errors with policy-evaluator's wording. Calls the run
+//! cannot answer faithfully (not in the session, not allowed, unsupported) also go back to the
+//! guest as errors, and are collected as *violations*: the runner fails the run on any.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::cluster::{ClusterState, QueryError};
+use crate::session::{CallbackRequestType, Exchange, Replay, Response, Session};
+
+/// policy-evaluator's `ContextAwareResource` (`contextAwareResources` entries in the metadata).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextAwareResource {
+    pub api_version: String,
+    pub kind: String,
+}
+
+/// Which Kubernetes resources the guest may read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContextAwareAccess {
+    /// kwctl without `--allow-context-aware`.
+    Denied,
+    /// kwctl with `--allow-context-aware` on an annotated policy: its `contextAwareResources`.
+    AllowList(BTreeSet<ContextAwareResource>),
+    /// Any resource (replay-runner with `--allow-context-aware` on a policy without metadata;
+    /// kwctl would deny everything there).
+    AllowAll,
+}
+
+impl ContextAwareAccess {
+    fn allows(&self, api_version: &str, kind: &str) -> bool {
+        match self {
+            ContextAwareAccess::Denied => false,
+            ContextAwareAccess::AllowAll => true,
+            ContextAwareAccess::AllowList(list) => list.contains(&ContextAwareResource {
+                api_version: api_version.to_string(),
+                kind: kind.to_string(),
+            }),
+        }
+    }
+}
+
+/// kubewarden-policy-sdk 0.17 `ListAllResourcesRequest`. `field_masks` defaults so that guests
+/// built with older SDKs (no masks) are served too.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ListAllResourcesRequest {
+    pub api_version: String,
+    pub kind: String,
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    #[serde(default)]
+    pub field_masks: Option<BTreeSet<String>>,
+}
+
+/// kubewarden-policy-sdk 0.17 `ListResourcesByNamespaceRequest`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ListResourcesByNamespaceRequest {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: String,
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    #[serde(default)]
+    pub field_masks: Option<BTreeSet<String>>,
+}
+
+/// kubewarden-policy-sdk 0.17 `GetResourceRequest`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GetResourceRequest {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub namespace: Option<String>,
+    pub disable_cache: bool,
+    #[serde(default)]
+    pub field_masks: Option<BTreeSet<String>>,
+}
+
+/// A Kubernetes host call as the guest made it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KubernetesCall {
+    /// What policy-evaluator turns it into (and what kwctl records and matches).
+    pub request: CallbackRequestType,
+    /// The SDK 0.17 field masks (not part of `request`, as in policy-evaluator 0.30).
+    pub field_masks: Option<BTreeSet<String>>,
+}
+
+impl KubernetesCall {
+    /// Parses the guest's payload for `operation`, as policy-evaluator does.
+    pub fn parse(operation: &str, payload: &[u8]) -> Result<Option<Self>, serde_json::Error> {
+        Ok(Some(match operation {
+            "list_resources_all" => {
+                let r: ListAllResourcesRequest = serde_json::from_slice(payload)?;
+                KubernetesCall {
+                    request: CallbackRequestType::KubernetesListResourceAll {
+                        api_version: r.api_version,
+                        kind: r.kind,
+                        label_selector: r.label_selector,
+                        field_selector: r.field_selector,
+                    },
+                    field_masks: r.field_masks,
+                }
+            }
+            "list_resources_by_namespace" => {
+                let r: ListResourcesByNamespaceRequest = serde_json::from_slice(payload)?;
+                KubernetesCall {
+                    request: CallbackRequestType::KubernetesListResourceNamespace {
+                        api_version: r.api_version,
+                        kind: r.kind,
+                        namespace: r.namespace,
+                        label_selector: r.label_selector,
+                        field_selector: r.field_selector,
+                    },
+                    field_masks: r.field_masks,
+                }
+            }
+            "get_resource" => {
+                let r: GetResourceRequest = serde_json::from_slice(payload)?;
+                KubernetesCall {
+                    request: CallbackRequestType::KubernetesGetResource {
+                        api_version: r.api_version,
+                        kind: r.kind,
+                        name: r.name,
+                        namespace: r.namespace,
+                        disable_cache: r.disable_cache,
+                    },
+                    field_masks: r.field_masks,
+                }
+            }
+            _ => return Ok(None),
+        }))
+    }
+
+    pub fn api_version_kind(&self) -> (&str, &str) {
+        match &self.request {
+            CallbackRequestType::KubernetesListResourceNamespace {
+                api_version, kind, ..
+            }
+            | CallbackRequestType::KubernetesListResourceAll {
+                api_version, kind, ..
+            }
+            | CallbackRequestType::KubernetesGetResource {
+                api_version, kind, ..
+            } => (api_version, kind),
+        }
+    }
+}
+
+/// The answer to one Kubernetes call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// The payload given to the guest.
+    Success(Vec<u8>),
+    /// An error a real host gives (given to the guest, recorded as `type: Error`).
+    Error(String),
+    /// The call cannot be answered faithfully: the guest gets `guest_message`, the run fails with
+    /// `violation`.
+    Violation {
+        guest_message: String,
+        violation: String,
+    },
+}
+
+/// Something that answers Kubernetes calls.
+pub trait Answerer: Send {
+    fn answer(&mut self, call: &KubernetesCall) -> Answer;
+    /// Called before each `validate`.
+    fn begin_evaluation(&mut self) {}
+    /// Warnings once the run is over (e.g. unreplayed exchanges).
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// The recorded session, for a recorder.
+    fn recorded_session(&self) -> Option<Session> {
+        None
+    }
+}
+
+/// Closures answer calls too (handy for benchmarks).
+impl<F> Answerer for F
+where
+    F: FnMut(&KubernetesCall) -> Answer + Send,
+{
+    fn answer(&mut self, call: &KubernetesCall) -> Answer {
+        self(call)
+    }
+}
+
+/// No source of answers: every Kubernetes call is a violation.
+#[derive(Debug, Default)]
+pub struct NoAnswers;
+
+impl Answerer for NoAnswers {
+    fn answer(&mut self, call: &KubernetesCall) -> Answer {
+        let violation = format!(
+            "the policy made a Kubernetes host call but no answers were given (pass --replay-host-capabilities-interactions or --cluster-state): {:?}",
+            call.request
+        );
+        Answer::Violation {
+            guest_message: "Callback evaluation failure: kube::Client was not initialized properly"
+                .to_string(),
+            violation,
+        }
+    }
+}
+
+/// Strict in-order replay of a kwctl session.
+#[derive(Debug)]
+pub struct ReplayAnswers {
+    replay: Replay,
+    /// Rewind to the first exchange before each evaluation (benchmarks); the CLI does not.
+    pub rewind_each_evaluation: bool,
+}
+
+impl ReplayAnswers {
+    pub fn new(replay: Replay) -> Self {
+        ReplayAnswers {
+            replay,
+            rewind_each_evaluation: false,
+        }
+    }
+}
+
+impl Answerer for ReplayAnswers {
+    fn answer(&mut self, call: &KubernetesCall) -> Answer {
+        match self.replay.answer(&call.request) {
+            Ok(Response::Success { payload }) => Answer::Success(payload.into_bytes()),
+            Ok(Response::Error { message }) => Answer::Error(message),
+            Err(e) => Answer::Violation {
+                // kwctl's proxy error, wrapped as policy-evaluator wraps callback failures.
+                guest_message: format!(
+                    "Callback evaluation failure: {}",
+                    match &e {
+                        crate::session::ReplayError::Exhausted { .. } =>
+                            "the list of recorded responses is empty".to_string(),
+                        other => other.to_string(),
+                    }
+                ),
+                violation: format!("host call not in the session: {e}"),
+            },
+        }
+    }
+
+    fn begin_evaluation(&mut self) {
+        if self.rewind_each_evaluation {
+            self.replay.rewind();
+        }
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        let leftovers = self.replay.leftovers();
+        if leftovers.is_empty() {
+            vec![]
+        } else {
+            vec![format!(
+                "Some of the recorded exchanges have not been replayed: {leftovers:?}"
+            )]
+        }
+    }
+}
+
+/// Answers from a fixture cluster.
+#[derive(Debug)]
+pub struct ClusterAnswers {
+    pub state: ClusterState,
+}
+
+impl Answerer for ClusterAnswers {
+    fn answer(&mut self, call: &KubernetesCall) -> Answer {
+        let masks = call.field_masks.as_ref();
+        let result = match &call.request {
+            CallbackRequestType::KubernetesListResourceAll {
+                api_version,
+                kind,
+                label_selector,
+                field_selector,
+            } => self.state.list(
+                api_version,
+                kind,
+                None,
+                label_selector.as_deref(),
+                field_selector.as_deref(),
+                masks,
+            ),
+            CallbackRequestType::KubernetesListResourceNamespace {
+                api_version,
+                kind,
+                namespace,
+                label_selector,
+                field_selector,
+            } => self.state.list(
+                api_version,
+                kind,
+                Some(namespace),
+                label_selector.as_deref(),
+                field_selector.as_deref(),
+                masks,
+            ),
+            CallbackRequestType::KubernetesGetResource {
+                api_version,
+                kind,
+                name,
+                namespace,
+                ..
+            } => self
+                .state
+                .get(api_version, kind, name, namespace.as_deref(), masks),
+        };
+        match result {
+            Ok(value) => {
+                Answer::Success(serde_json::to_vec(&value).expect("a JSON value always serializes"))
+            }
+            Err(QueryError::Api(message)) => Answer::Error(message),
+            Err(QueryError::Unanswerable(message)) => Answer::Violation {
+                guest_message: format!("Callback evaluation failure: {message}"),
+                violation: format!("cluster state cannot answer {:?}: {message}", call.request),
+            },
+        }
+    }
+}
+
+/// Records what another answerer answers, in kwctl's session format.
+pub struct Recorder<A: Answerer> {
+    pub inner: A,
+    pub session: Session,
+}
+
+impl<A: Answerer> Recorder<A> {
+    pub fn new(inner: A) -> Self {
+        Recorder {
+            inner,
+            session: Session::default(),
+        }
+    }
+}
+
+impl<A: Answerer> Answerer for Recorder<A> {
+    fn answer(&mut self, call: &KubernetesCall) -> Answer {
+        let answer = self.inner.answer(call);
+        let response = match &answer {
+            Answer::Success(payload) => Some(Response::Success {
+                // kwctl records the payload as UTF-8 text.
+                payload: String::from_utf8_lossy(payload).into_owned(),
+            }),
+            Answer::Error(message) => Some(Response::Error {
+                message: message.clone(),
+            }),
+            Answer::Violation { .. } => None,
+        };
+        if let Some(response) = response {
+            self.session
+                .exchanges
+                .push(Exchange::new(&call.request, response));
+        }
+        answer
+    }
+
+    fn begin_evaluation(&mut self) {
+        self.inner.begin_evaluation();
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.inner.warnings()
+    }
+
+    fn recorded_session(&self) -> Option<Session> {
+        Some(self.session.clone())
+    }
+}
+
+/// What to do with the guest's log events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogMode {
+    #[default]
+    Ignore,
+    Stderr,
+}
+
+/// Host-call counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostCallStats {
+    /// Kubernetes calls (list/get), whatever their outcome.
+    pub kubernetes_calls: u64,
+    /// `tracing/log` calls.
+    pub log_calls: u64,
+    /// Calls to anything else (always refused).
+    pub other_calls: u64,
+    /// Calls answered with an error (including violations).
+    pub failed_calls: u64,
+    /// Bytes of the guest's Kubernetes call payloads.
+    pub request_bytes: u64,
+    /// Bytes of successful answers given to the guest.
+    pub response_bytes: u64,
+}
+
+impl HostCallStats {
+    pub fn add(&mut self, other: &HostCallStats) {
+        self.kubernetes_calls += other.kubernetes_calls;
+        self.log_calls += other.log_calls;
+        self.other_calls += other.other_calls;
+        self.failed_calls += other.failed_calls;
+        self.request_bytes += other.request_bytes;
+        self.response_bytes += other.response_bytes;
+    }
+}
+
+/// Dispatches host calls; lives behind a mutex shared with the waPC host callback.
+pub struct Dispatcher {
+    pub access: ContextAwareAccess,
+    pub answerer: Box<dyn Answerer>,
+    pub log_mode: LogMode,
+    /// Counters of the current evaluation.
+    pub stats: HostCallStats,
+    /// Violations of the current evaluation.
+    pub violations: Vec<String>,
+}
+
+impl Dispatcher {
+    pub fn new(access: ContextAwareAccess, answerer: Box<dyn Answerer>, log_mode: LogMode) -> Self {
+        Dispatcher {
+            access,
+            answerer,
+            log_mode,
+            stats: HostCallStats::default(),
+            violations: Vec::new(),
+        }
+    }
+
+    fn violation(&mut self, guest_message: String, violation: String) -> Result<Vec<u8>, String> {
+        self.stats.failed_calls += 1;
+        self.violations.push(violation);
+        Err(guest_message)
+    }
+
+    /// Handles one `__host_call`: `Ok` is the answer, `Err` the host error the guest reads.
+    pub fn host_call(
+        &mut self,
+        binding: &str,
+        namespace: &str,
+        operation: &str,
+        payload: &[u8],
+    ) -> Result<Vec<u8>, String> {
+        match (binding, namespace) {
+            ("kubewarden", "tracing") if operation == "log" => {
+                self.stats.log_calls += 1;
+                if self.log_mode == LogMode::Stderr {
+                    eprintln!("{}", format_log_line(payload));
+                }
+                Ok(Vec::new())
+            }
+            ("kubewarden", "kubernetes") => self.kubernetes(operation, payload),
+            _ => {
+                self.stats.other_calls += 1;
+                let guest_message = match (binding, namespace) {
+                    ("kubewarden", "tracing" | "oci" | "net" | "crypto") => {
+                        format!("unknown operation: {operation}")
+                    }
+                    ("kubewarden", _) | ("kubernetes", _) => {
+                        format!("unknown namespace: {namespace}")
+                    }
+                    _ => format!("unknown binding: {binding}"),
+                };
+                self.violation(
+                    guest_message,
+                    format!(
+                        "host call not served by replay-runner: binding {binding:?}, namespace {namespace:?}, operation {operation:?} (served: kubewarden/kubernetes list_resources_all, list_resources_by_namespace, get_resource; kubewarden/tracing log)"
+                    ),
+                )
+            }
+        }
+    }
+
+    fn kubernetes(&mut self, operation: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
+        self.stats.kubernetes_calls += 1;
+        self.stats.request_bytes += payload.len() as u64;
+        let call = match KubernetesCall::parse(operation, payload) {
+            Ok(Some(call)) => call,
+            Ok(None) => {
+                return self.violation(
+                    format!("unknown operation: {operation}"),
+                    format!(
+                        "host call not served by replay-runner: binding \"kubewarden\", namespace \"kubernetes\", operation {operation:?} (served: list_resources_all, list_resources_by_namespace, get_resource)"
+                    ),
+                );
+            }
+            Err(e) => {
+                return self.violation(
+                    e.to_string(),
+                    format!(
+                        "the policy sent a malformed kubernetes/{operation} request ({e}): {}",
+                        String::from_utf8_lossy(payload)
+                    ),
+                );
+            }
+        };
+        let (api_version, kind) = call.api_version_kind();
+        if !self.access.allows(api_version, kind) {
+            let guest_message = format!(
+                "Policy has not been granted access to Kubernetes {api_version}/{kind} resources. The violation has been reported."
+            );
+            let hint = match &self.access {
+                ContextAwareAccess::Denied => {
+                    "context-aware calls need --allow-context-aware".to_string()
+                }
+                ContextAwareAccess::AllowList(list) => format!(
+                    "the policy metadata's contextAwareResources are {:?}",
+                    list.iter()
+                        .map(|r| format!("{}/{}", r.api_version, r.kind))
+                        .collect::<Vec<_>>()
+                ),
+                ContextAwareAccess::AllowAll => unreachable!(),
+            };
+            return self.violation(guest_message.clone(), format!("{guest_message} ({hint})"));
+        }
+        match self.answerer.answer(&call) {
+            Answer::Success(bytes) => {
+                self.stats.response_bytes += bytes.len() as u64;
+                Ok(bytes)
+            }
+            Answer::Error(message) => {
+                self.stats.failed_calls += 1;
+                Err(format!("Callback evaluation failure: {message}"))
+            }
+            Answer::Violation {
+                guest_message,
+                violation,
+            } => self.violation(guest_message, violation),
+        }
+    }
+}
+
+/// `[policy LEVEL] message {other fields}` for a log event of the SDK's drain.
+pub fn format_log_line(payload: &[u8]) -> String {
+    match serde_json::from_slice::<Value>(payload) {
+        Ok(Value::Object(mut map)) => {
+            let level = map
+                .remove("level")
+                .and_then(|l| l.as_str().map(str::to_uppercase))
+                .unwrap_or_else(|| "?".into());
+            let message = map
+                .remove("message")
+                .and_then(|m| m.as_str().map(str::to_string))
+                .unwrap_or_default();
+            if map.is_empty() {
+                format!("[policy {level}] {message}")
+            } else {
+                format!("[policy {level}] {message} {}", Value::Object(map))
+            }
+        }
+        _ => format!("[policy ?] {}", String::from_utf8_lossy(payload)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dispatcher(access: ContextAwareAccess, answerer: Box<dyn Answerer>) -> Dispatcher {
+        Dispatcher::new(access, answerer, LogMode::Ignore)
+    }
+
+    const LIST: &[u8] = br#"{"api_version":"v1","kind":"Namespace","label_selector":null,"field_selector":null,"field_masks":null}"#;
+
+    #[test]
+    fn sdk_payloads_parse_into_kwctl_requests() {
+        let call = KubernetesCall::parse(
+            "get_resource",
+            br#"{"api_version":"v1","kind":"Namespace","name":"a","namespace":null,"disable_cache":true,"field_masks":["metadata.name"]}"#,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            call.request,
+            CallbackRequestType::KubernetesGetResource {
+                api_version: "v1".into(),
+                kind: "Namespace".into(),
+                name: "a".into(),
+                namespace: None,
+                disable_cache: true
+            }
+        );
+        assert_eq!(call.field_masks.unwrap().len(), 1);
+        // Older SDKs send no field_masks.
+        let call = KubernetesCall::parse(
+            "list_resources_by_namespace",
+            br#"{"api_version":"v1","kind":"Pod","namespace":"n","label_selector":"a=b","field_selector":null}"#,
+        )
+        .unwrap()
+        .unwrap();
+        assert!(call.field_masks.is_none());
+        assert!(KubernetesCall::parse("can_i", b"{}").unwrap().is_none());
+        assert!(KubernetesCall::parse("get_resource", b"{}").is_err());
+    }
+
+    #[test]
+    fn context_aware_access_is_enforced() {
+        let mut d = dispatcher(
+            ContextAwareAccess::Denied,
+            Box::new(|_: &KubernetesCall| Answer::Success(b"{}".to_vec())),
+        );
+        let err = d
+            .host_call("kubewarden", "kubernetes", "list_resources_all", LIST)
+            .unwrap_err();
+        assert_eq!(
+            err,
+            "Policy has not been granted access to Kubernetes v1/Namespace resources. The violation has been reported."
+        );
+        assert!(d.violations[0].contains("--allow-context-aware"));
+
+        let allow = ContextAwareAccess::AllowList(
+            [ContextAwareResource {
+                api_version: "v1".into(),
+                kind: "Namespace".into(),
+            }]
+            .into(),
+        );
+        let mut d = dispatcher(
+            allow,
+            Box::new(|_: &KubernetesCall| Answer::Success(b"{}".to_vec())),
+        );
+        assert_eq!(
+            d.host_call("kubewarden", "kubernetes", "list_resources_all", LIST)
+                .unwrap(),
+            b"{}"
+        );
+        assert!(d.violations.is_empty());
+        assert_eq!(d.stats.kubernetes_calls, 1);
+        assert_eq!(d.stats.request_bytes, LIST.len() as u64);
+        assert_eq!(d.stats.response_bytes, 2);
+    }
+
+    #[test]
+    fn logs_are_accepted_and_other_calls_refused() {
+        let mut d = dispatcher(ContextAwareAccess::AllowAll, Box::new(NoAnswers));
+        assert_eq!(
+            d.host_call(
+                "kubewarden",
+                "tracing",
+                "log",
+                br#"{"level":"info","message":"hi"}"#
+            ),
+            Ok(vec![])
+        );
+        assert!(d.violations.is_empty());
+        let err = d
+            .host_call("kubewarden", "oci", "v1/verify", b"{}")
+            .unwrap_err();
+        assert_eq!(err, "unknown operation: v1/verify");
+        let err = d
+            .host_call("kubewarden", "kubernetes", "can_i", b"{}")
+            .unwrap_err();
+        assert_eq!(err, "unknown operation: can_i");
+        let err = d.host_call("other", "x", "y", b"").unwrap_err();
+        assert_eq!(err, "unknown binding: other");
+        assert_eq!(d.violations.len(), 3);
+        assert!(d.violations[0].contains("\"oci\"") && d.violations[0].contains("\"v1/verify\""));
+        assert_eq!(d.stats.log_calls, 1);
+        assert_eq!(
+            format_log_line(br#"{"level":"warning","message":"m","k":1}"#),
+            r#"[policy WARNING] m {"k":1}"#
+        );
+    }
+
+    #[test]
+    fn api_errors_reach_the_guest_and_are_recorded() {
+        let state =
+            ClusterState::from_yaml("apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n")
+                .unwrap();
+        let rec = Recorder::new(ClusterAnswers { state });
+        let mut d = dispatcher(ContextAwareAccess::AllowAll, Box::new(rec));
+        let get = br#"{"api_version":"v1","kind":"Namespace","name":"b","namespace":null,"disable_cache":false}"#;
+        let err = d
+            .host_call("kubewarden", "kubernetes", "get_resource", get)
+            .unwrap_err();
+        assert_eq!(
+            err,
+            "Callback evaluation failure: Cannot find v1/Namespace named 'b' inside of namespace 'None'"
+        );
+        assert!(d.violations.is_empty(), "not found is a normal answer");
+        let ok = d
+            .host_call("kubewarden", "kubernetes", "list_resources_all", LIST)
+            .unwrap();
+        let session = d.answerer.recorded_session().unwrap();
+        assert_eq!(session.exchanges.len(), 2);
+        assert_eq!(
+            session.exchanges[0].response,
+            Response::Error {
+                message: "Cannot find v1/Namespace named 'b' inside of namespace 'None'".into()
+            }
+        );
+        assert_eq!(
+            session.exchanges[1].response,
+            Response::Success {
+                payload: String::from_utf8(ok).unwrap()
+            }
+        );
+    }
+}

@@ -1,0 +1,310 @@
+//! A waPC host for one policy module, built like policy-evaluator's waPC stack (the `wapc` crate
+//! over `wasmtime-provider`, WASI preview 1 linked in). The module is compiled and instantiated
+//! once; `validate_settings` and `validate` can then be called any number of times, each call
+//! answering the guest's host calls through the [`Dispatcher`] and counting them.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use crate::admission::{
+    AdmissionRequest, AdmissionResponse, PolicySettings, PolicyValidationResponse,
+    SettingsValidationResponse, validate_payload,
+};
+use crate::capabilities::{
+    Answerer, ContextAwareAccess, Dispatcher, HostCallStats, LogMode, NoAnswers,
+};
+use crate::metadata::{Metadata, read_metadata};
+use crate::session::Session;
+
+/// How to build a [`Host`].
+#[derive(Debug, Clone, Default)]
+pub struct HostOptions {
+    /// Which Kubernetes resources the guest may read.
+    pub access: Option<ContextAwareAccess>,
+    /// What to do with the guest's log events.
+    pub log_mode: LogMode,
+    /// Where wasmtime caches compiled modules (`None`: no cache).
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// One `validate` that ran to completion.
+#[derive(Debug, Clone)]
+pub struct Evaluation {
+    /// What kwctl prints.
+    pub response: AdmissionResponse,
+    /// The guest's own answer, as bytes.
+    pub raw_response: Vec<u8>,
+    /// Host calls made during this evaluation.
+    pub stats: HostCallStats,
+    /// Host calls that could not be answered faithfully (see [`crate::capabilities`]); the CLI
+    /// fails the run when this is not empty.
+    pub violations: Vec<String>,
+}
+
+/// A `validate` whose guest call failed (trap, panic, `__guest_error`) or answered garbage.
+#[derive(Debug, Clone)]
+pub struct EvaluationError {
+    pub message: String,
+    /// What kwctl would have printed instead (it exits 0 with this).
+    pub kwctl_response: AdmissionResponse,
+    pub stats: HostCallStats,
+    pub violations: Vec<String>,
+}
+
+impl std::fmt::Display for EvaluationError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for EvaluationError {}
+
+pub struct Host {
+    wapc: wapc::WapcHost,
+    dispatcher: Arc<Mutex<Dispatcher>>,
+    metadata: Option<Metadata>,
+    totals: HostCallStats,
+    evaluations: u64,
+}
+
+fn lock(d: &Mutex<Dispatcher>) -> MutexGuard<'_, Dispatcher> {
+    d.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Host {
+    /// Loads a policy file (binary wasm, or WAT text).
+    pub fn from_file(path: &Path, options: HostOptions) -> Result<Host> {
+        let bytes = std::fs::read(path)
+            .with_context(|| format!("Cannot read policy module {}", path.display()))?;
+        Self::from_bytes(&bytes, options)
+            .with_context(|| format!("Cannot load policy module {}", path.display()))
+    }
+
+    /// Compiles and instantiates a module. Without `options.access`, access follows the module's
+    /// metadata like `kwctl run --allow-context-aware` ([`ContextAwareAccess::AllowAll`] for a
+    /// module without metadata).
+    pub fn from_bytes(module: &[u8], options: HostOptions) -> Result<Host> {
+        let metadata = read_metadata(module)?;
+        let access = options
+            .access
+            .unwrap_or_else(|| access_from_metadata(metadata.as_ref()));
+        let dispatcher = Arc::new(Mutex::new(Dispatcher::new(
+            access,
+            Box::new(NoAnswers),
+            options.log_mode,
+        )));
+        let mut builder =
+            wasmtime_provider::WasmtimeEngineProviderBuilder::new().module_bytes(module);
+        if let Some(dir) = &options.cache_dir {
+            builder = builder.enable_cache(Some(dir.as_path()));
+        }
+        let engine = builder
+            .build()
+            .map_err(|e| anyhow::anyhow!("cannot build the wasmtime engine: {e}"))?;
+        let callback_dispatcher = dispatcher.clone();
+        let wapc = wapc::WapcHost::new(
+            Box::new(engine),
+            Some(Box::new(
+                move |_id, binding: &str, namespace: &str, operation: &str, payload: &[u8]| {
+                    lock(&callback_dispatcher)
+                        .host_call(binding, namespace, operation, payload)
+                        .map_err(|e| e.into())
+                },
+            )),
+        )
+        .map_err(|e| anyhow::anyhow!("cannot create the waPC host: {e}"))?;
+        Ok(Host {
+            wapc,
+            dispatcher,
+            metadata,
+            totals: HostCallStats::default(),
+            evaluations: 0,
+        })
+    }
+
+    pub fn metadata(&self) -> Option<&Metadata> {
+        self.metadata.as_ref()
+    }
+
+    /// Replaces the source of answers to Kubernetes calls.
+    pub fn set_answerer(&mut self, answerer: Box<dyn Answerer>) {
+        lock(&self.dispatcher).answerer = answerer;
+    }
+
+    pub fn set_access(&mut self, access: ContextAwareAccess) {
+        lock(&self.dispatcher).access = access;
+    }
+
+    pub fn access(&self) -> ContextAwareAccess {
+        lock(&self.dispatcher).access.clone()
+    }
+
+    /// The session recorded so far, when the answerer is a [`crate::capabilities::Recorder`].
+    pub fn recorded_session(&self) -> Option<Session> {
+        lock(&self.dispatcher).answerer.recorded_session()
+    }
+
+    /// The answerer's end-of-run warnings (e.g. exchanges never replayed).
+    pub fn answerer_warnings(&self) -> Vec<String> {
+        lock(&self.dispatcher).answerer.warnings()
+    }
+
+    /// Host calls over all evaluations so far.
+    pub fn total_stats(&self) -> HostCallStats {
+        self.totals
+    }
+
+    pub fn evaluations(&self) -> u64 {
+        self.evaluations
+    }
+
+    /// A raw waPC call (`operation`, `payload`), host calls answered as for `validate`.
+    pub fn call(
+        &mut self,
+        operation: &str,
+        payload: &[u8],
+    ) -> (
+        Result<Vec<u8>, wapc::errors::Error>,
+        HostCallStats,
+        Vec<String>,
+    ) {
+        {
+            let mut d = lock(&self.dispatcher);
+            d.stats = HostCallStats::default();
+            d.violations.clear();
+            d.answerer.begin_evaluation();
+        }
+        let result = self.wapc.call(operation, payload);
+        let (stats, violations) = {
+            let mut d = lock(&self.dispatcher);
+            (
+                std::mem::take(&mut d.stats),
+                std::mem::take(&mut d.violations),
+            )
+        };
+        self.totals.add(&stats);
+        (result, stats, violations)
+    }
+
+    /// The guest's `validate_settings`, answered like policy-evaluator's waPC runtime does
+    /// (a failing call or an unreadable answer is an invalid-settings answer).
+    pub fn validate_settings(&mut self, settings: &PolicySettings) -> SettingsValidationResponse {
+        let payload = serde_json::to_vec(settings).expect("settings always serialize");
+        let (result, _, violations) = self.call("validate_settings", &payload);
+        let response = match result {
+            Ok(bytes) => serde_json::from_slice::<SettingsValidationResponse>(&bytes)
+                .unwrap_or_else(|e| SettingsValidationResponse {
+                    valid: false,
+                    message: Some(format!(
+                        "error: the policy answered validate_settings with something that is not a SettingsValidationResponse ({e}): {}",
+                        String::from_utf8_lossy(&bytes)
+                    )),
+                }),
+            Err(e) => SettingsValidationResponse {
+                valid: false,
+                // policy-evaluator's wording (it formats the waPC error with `{:?}`).
+                message: Some(format!("Error invoking settings validation callback: {e:?}")),
+            },
+        };
+        if violations.is_empty() || !response.valid {
+            response
+        } else {
+            SettingsValidationResponse {
+                valid: false,
+                message: Some(format!(
+                    "validate_settings made host calls replay-runner could not answer: {}",
+                    violations.join("; ")
+                )),
+            }
+        }
+    }
+
+    /// The guest's `validate` on `request`, with `settings`.
+    pub fn validate(
+        &mut self,
+        request: &AdmissionRequest,
+        settings: &PolicySettings,
+    ) -> Result<Evaluation, Box<EvaluationError>> {
+        let payload = validate_payload(request, settings);
+        self.validate_payload(request, &payload)
+    }
+
+    /// `validate` with a payload already built by [`validate_payload`] (saves re-serializing
+    /// in a benchmark loop).
+    pub fn validate_payload(
+        &mut self,
+        request: &AdmissionRequest,
+        payload: &[u8],
+    ) -> Result<Evaluation, Box<EvaluationError>> {
+        self.evaluations += 1;
+        let uid = request.uid.clone();
+        let (result, stats, violations) = self.call("validate", payload);
+        let fail = |message: String, kwctl_detail: String, stats, violations| {
+            Box::new(EvaluationError {
+                message,
+                kwctl_response: AdmissionResponse::reject_internal_server_error(
+                    uid.clone(),
+                    kwctl_detail,
+                ),
+                stats,
+                violations,
+            })
+        };
+        let bytes = match result {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                return Err(fail(
+                    format!("the policy's validate call failed: {e}"),
+                    e.to_string(),
+                    stats,
+                    violations,
+                ));
+            }
+        };
+        let policy_response: PolicyValidationResponse = match serde_json::from_slice(&bytes) {
+            Ok(r) => r,
+            Err(e) => {
+                return Err(fail(
+                    format!(
+                        "the policy answered validate with something that is not a ValidationResponse ({e}): {}",
+                        String::from_utf8_lossy(&bytes)
+                    ),
+                    format!("invalid response from the policy: {e}"),
+                    stats,
+                    violations,
+                ));
+            }
+        };
+        let object: Option<&Value> = request.object.as_ref();
+        match AdmissionResponse::from_policy_validation_response(
+            uid.clone(),
+            object,
+            &policy_response,
+        ) {
+            Ok(response) => Ok(Evaluation {
+                response,
+                raw_response: bytes,
+                stats,
+                violations,
+            }),
+            Err(e) => Err(fail(
+                format!("cannot build the admission response: {e}"),
+                e.to_string(),
+                stats,
+                violations,
+            )),
+        }
+    }
+}
+
+/// kwctl `--allow-context-aware`: the metadata's `contextAwareResources`; a module without
+/// metadata gets [`ContextAwareAccess::AllowAll`] here (kwctl would allow nothing).
+pub fn access_from_metadata(metadata: Option<&Metadata>) -> ContextAwareAccess {
+    match metadata {
+        Some(m) => ContextAwareAccess::AllowList(m.context_aware_resources.clone()),
+        None => ContextAwareAccess::AllowAll,
+    }
+}
