@@ -242,14 +242,7 @@ impl Answerer for ReplayAnswers {
             Ok(Response::Error { message }) => Answer::Error(message),
             Err(e) => Answer::Violation {
                 // kwctl's proxy error, wrapped as policy-evaluator wraps callback failures.
-                guest_message: format!(
-                    "Callback evaluation failure: {}",
-                    match &e {
-                        crate::session::ReplayError::Exhausted { .. } =>
-                            "the list of recorded responses is empty".to_string(),
-                        other => other.to_string(),
-                    }
-                ),
+                guest_message: format!("Callback evaluation failure: {}", e.kwctl_message()),
                 violation: format!("host call not in the session: {e}"),
             },
         }

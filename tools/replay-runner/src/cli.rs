@@ -257,9 +257,6 @@ pub fn run(args: &RunArgs) -> Result<String> {
         ));
         anyhow!(message)
     })?;
-    for warning in host.answerer_warnings() {
-        eprintln!("warning: {warning}");
-    }
     if !evaluation.violations.is_empty() {
         let mut message = String::from("the policy made host calls that this run cannot answer:");
         for v in &evaluation.violations {
@@ -270,6 +267,9 @@ pub fn run(args: &RunArgs) -> Result<String> {
             evaluation.response.to_kwctl_json()
         ));
         bail!(message);
+    }
+    for warning in host.answerer_warnings() {
+        eprintln!("warning: {warning}");
     }
     if let Some(dest) = &args.record_host_capabilities_interactions {
         let session = host.recorded_session().expect("recording uses a Recorder");

@@ -165,6 +165,21 @@ impl std::fmt::Display for ReplayError {
     }
 }
 
+impl ReplayError {
+    /// Exactly the error kwctl's replay proxy gives (what the guest reads, after
+    /// policy-evaluator's `Callback evaluation failure: ` prefix).
+    pub fn kwctl_message(&self) -> String {
+        match self {
+            ReplayError::Exhausted { .. } => "the list of recorded responses is empty".to_string(),
+            ReplayError::Mismatch {
+                expected, actual, ..
+            } => format!(
+                "Replay error: unexpected request. Was expecting {expected:?}, got {actual:?} instead"
+            ),
+        }
+    }
+}
+
 /// Strict in-order replay of a session, like kwctl's `produce_recorded_response`.
 #[derive(Debug, Clone)]
 pub struct Replay {
