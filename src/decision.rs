@@ -111,10 +111,11 @@ pub fn decide(
             .and_then(|l| l.checked_sub(reserved))
             .unwrap_or(Quantity::ZERO);
         if available.nanos() < 0 {
-            figures.push(format!(
-                "available 0 (over budget by {})",
-                show(key, Quantity::from_nanos(-available.nanos()))
-            ));
+            let over = available.nanos().checked_neg().map_or_else(
+                || "more than can be shown".to_string(),
+                |n| show(key, Quantity::from_nanos(n)),
+            );
+            figures.push(format!("available 0 (over budget by {over})"));
         } else {
             figures.push(format!("available {}", show(key, available)));
         }
