@@ -95,8 +95,6 @@ pub struct GetResourceRequest {
 pub struct KubernetesCall {
     /// What policy-evaluator turns it into (and what kwctl records and matches).
     pub request: CallbackRequestType,
-    /// The SDK 0.17 field masks (not part of `request`, as in policy-evaluator 0.30).
-    pub field_masks: Option<BTreeSet<String>>,
 }
 
 impl KubernetesCall {
@@ -111,8 +109,8 @@ impl KubernetesCall {
                         kind: r.kind,
                         label_selector: r.label_selector,
                         field_selector: r.field_selector,
+                        field_masks: r.field_masks,
                     },
-                    field_masks: r.field_masks,
                 }
             }
             "list_resources_by_namespace" => {
@@ -124,8 +122,8 @@ impl KubernetesCall {
                         namespace: r.namespace,
                         label_selector: r.label_selector,
                         field_selector: r.field_selector,
+                        field_masks: r.field_masks,
                     },
-                    field_masks: r.field_masks,
                 }
             }
             "get_resource" => {
@@ -137,8 +135,8 @@ impl KubernetesCall {
                         name: r.name,
                         namespace: r.namespace,
                         disable_cache: r.disable_cache,
+                        field_masks: r.field_masks,
                     },
-                    field_masks: r.field_masks,
                 }
             }
             _ => return Ok(None),
@@ -146,17 +144,11 @@ impl KubernetesCall {
     }
 
     pub fn api_version_kind(&self) -> (&str, &str) {
-        match &self.request {
-            CallbackRequestType::KubernetesListResourceNamespace {
-                api_version, kind, ..
-            }
-            | CallbackRequestType::KubernetesListResourceAll {
-                api_version, kind, ..
-            }
-            | CallbackRequestType::KubernetesGetResource {
-                api_version, kind, ..
-            } => (api_version, kind),
-        }
+        self.request.api_version_kind()
+    }
+
+    pub fn field_masks(&self) -> Option<&BTreeSet<String>> {
+        self.request.field_masks()
     }
 }
 
@@ -274,13 +266,14 @@ pub struct ClusterAnswers {
 
 impl Answerer for ClusterAnswers {
     fn answer(&mut self, call: &KubernetesCall) -> Answer {
-        let masks = call.field_masks.as_ref();
+        let masks = call.field_masks();
         let result = match &call.request {
             CallbackRequestType::KubernetesListResourceAll {
                 api_version,
                 kind,
                 label_selector,
                 field_selector,
+                ..
             } => self.state.list(
                 api_version,
                 kind,
@@ -295,6 +288,7 @@ impl Answerer for ClusterAnswers {
                 namespace,
                 label_selector,
                 field_selector,
+                ..
             } => self.state.list(
                 api_version,
                 kind,
@@ -311,7 +305,7 @@ impl Answerer for ClusterAnswers {
                 ..
             } => self
                 .state
-                .get(api_version, kind, name, namespace.as_deref(), masks),
+                .get(api_version, kind, name, namespace.as_deref()),
         };
         match result {
             Ok(value) => {
@@ -583,10 +577,10 @@ mod tests {
                 kind: "Namespace".into(),
                 name: "a".into(),
                 namespace: None,
-                disable_cache: true
+                disable_cache: true,
+                field_masks: Some(["metadata.name".to_string()].into()),
             }
         );
-        assert_eq!(call.field_masks.unwrap().len(), 1);
         // Older SDKs send no field_masks.
         let call = KubernetesCall::parse(
             "list_resources_by_namespace",
@@ -594,7 +588,7 @@ mod tests {
         )
         .unwrap()
         .unwrap();
-        assert!(call.field_masks.is_none());
+        assert!(call.field_masks().is_none());
         assert!(KubernetesCall::parse("can_i", b"{}").unwrap().is_none());
         assert!(KubernetesCall::parse("get_resource", b"{}").is_err());
     }

@@ -20,7 +20,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::field_mask::FieldMask;
+use crate::field_mask::{FieldMask, strip_for_list};
 use crate::selector::{FieldSelector, LabelSelector};
 
 /// Cluster-scoped kinds known without a CRD in the fixture.
@@ -270,9 +270,13 @@ impl ClusterState {
             .filter(|(k, _)| namespace.is_none_or(|ns| k.namespace == ns))
             .filter(|(k, _)| fields.matches(&k.name, &k.namespace))
             .filter(|(_, obj)| labels.matches(&object_labels(obj)))
-            .map(|(_, obj)| match &mask {
-                Some(m) => m.apply(obj),
-                None => obj.clone(),
+            .map(|(_, obj)| {
+                let mut obj = obj.clone();
+                strip_for_list(&mut obj);
+                match &mask {
+                    Some(m) => m.apply(&obj),
+                    None => obj,
+                }
             })
             .collect();
         Ok(json!({
@@ -283,14 +287,14 @@ impl ClusterState {
         }))
     }
 
-    /// `get_resource`.
+    /// `get_resource`: the object as stored. The host neither applies field masks to it nor
+    /// strips it (policy-evaluator reads it with a plain GET).
     pub fn get(
         &self,
         api_version: &str,
         kind: &str,
         name: &str,
         namespace: Option<&str>,
-        field_masks: Option<&BTreeSet<String>>,
     ) -> Result<Value, QueryError> {
         let namespaced = self.is_namespaced(api_version, kind);
         let ns = if namespaced {
@@ -310,10 +314,7 @@ impl ClusterState {
             name: name.to_string(),
         };
         match self.objects.get(&key) {
-            Some(obj) => Ok(match FieldMask::new(field_masks) {
-                Some(m) => m.apply(obj),
-                None => obj.clone(),
-            }),
+            Some(obj) => Ok(obj.clone()),
             None => Err(QueryError::Api(not_found_message(
                 api_version,
                 kind,
@@ -497,7 +498,12 @@ items:
             .unwrap();
         assert_eq!(
             list["items"],
-            json!([{"metadata": {"name": "kafka-b"}, "spec": {"values": {"kafka": {"replicas": 3}}}}])
+            json!([{
+                "apiVersion": "helm.toolkit.fluxcd.io/v2",
+                "kind": "HelmRelease",
+                "metadata": {"name": "kafka-b", "namespace": "tenant-b", "labels": {"apps.cozystack.io/application.kind": "Kafka"}, "annotations": {}, "managedFields": []},
+                "spec": {"values": {"kafka": {"replicas": 3}}}
+            }])
         );
     }
 
@@ -510,17 +516,19 @@ items:
                 "HelmRelease",
                 "etcd",
                 Some("tenant-a"),
-                None,
             )
             .unwrap();
         assert_eq!(obj["metadata"]["name"], "etcd");
+        assert!(
+            obj["metadata"].get("managedFields").is_none(),
+            "get is not stripped"
+        );
         let err = s
             .get(
                 "helm.toolkit.fluxcd.io/v2",
                 "HelmRelease",
                 "etcd",
                 Some("tenant-b"),
-                None,
             )
             .unwrap_err();
         assert_eq!(
@@ -529,9 +537,7 @@ items:
                 "Cannot find helm.toolkit.fluxcd.io/v2/HelmRelease named 'etcd' inside of namespace 'Some(\"tenant-b\")'".into()
             )
         );
-        let err = s
-            .get("v1", "Namespace", "tenant-x", None, None)
-            .unwrap_err();
+        let err = s.get("v1", "Namespace", "tenant-x", None).unwrap_err();
         assert_eq!(
             err.to_string(),
             "Cannot find v1/Namespace named 'tenant-x' inside of namespace 'None'"
@@ -543,18 +549,11 @@ items:
                 "ApplicationDefinition",
                 "kafka",
                 Some("x"),
-                None
             )
             .is_ok()
         );
         let err = s
-            .get(
-                "helm.toolkit.fluxcd.io/v2",
-                "HelmRelease",
-                "etcd",
-                None,
-                None,
-            )
+            .get("helm.toolkit.fluxcd.io/v2", "HelmRelease", "etcd", None)
             .unwrap_err();
         assert!(
             matches!(err, QueryError::Api(m) if m.contains("is namespaced, but no namespace was provided"))

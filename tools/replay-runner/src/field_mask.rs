@@ -1,13 +1,19 @@
-//! Field masks of kubewarden-policy-sdk 0.17 requests (`field_masks`): an allow-list of dot
-//! paths. Only the listed fields are kept; paths traverse arrays implicitly
-//! (`spec.containers.image` keeps `image` of every element of `spec.containers`); an empty or
-//! absent list keeps the whole object.
+//! Field masks of kubewarden-policy-sdk 0.17 list requests (`field_masks`), applied the way
+//! Kubewarden's host does it (policy-evaluator's reflector, since field masks exist): the masks
+//! are dot paths from the object's root; paths traverse arrays implicitly
+//! (`spec.containers.image` keeps `image` of every element of `spec.containers`).
 //!
-//! Details the SDK leaves open, decided here: a path that ends inside a kept subtree keeps that
-//! subtree whole (`metadata` and `metadata.name` together keep all of `metadata`); a path that
-//! needs an object but meets a scalar keeps nothing there; an object on the path is kept (maybe
-//! empty) so array elements keep their positions; nothing is implied: list `apiVersion` and
-//! `kind` too if the guest deserializes items into typed resources.
+//! What the host does, and so what this does:
+//! * masks prune everything **but** `apiVersion`, `kind` and `metadata`, which are always kept
+//!   whole (policy-evaluator prunes the `data` part of a `DynamicObject` only);
+//! * a key named by a mask is kept; below a path's last segment everything is kept, unless
+//!   longer masks go deeper into it (`spec` and `spec.a` together keep only `spec.a`);
+//! * a scalar reached by a mask is kept even if the mask goes deeper;
+//! * `Some(empty list)` keeps nothing but `apiVersion`, `kind` and `metadata`; `None` keeps all.
+//!
+//! Objects served in lists also lose `metadata.managedFields` (set to `[]`) and the
+//! `kubectl.kubernetes.io/last-applied-configuration` annotation (`annotations` becomes at
+//! least `{}`), as the host's reflector does whether or not masks are given.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -15,8 +21,7 @@ use serde_json::{Map, Value};
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 struct Node {
-    /// The whole value at this point is wanted.
-    whole: bool,
+    terminal: bool,
     children: BTreeMap<String, Node>,
 }
 
@@ -26,49 +31,78 @@ pub struct FieldMask {
     root: Node,
 }
 
+/// The parts of an object that masks never touch.
+const ALWAYS_KEPT: [&str; 3] = ["apiVersion", "kind", "metadata"];
+
+pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
 impl FieldMask {
-    /// `None` when the masks keep everything (absent or empty list).
+    /// `None` when there are no masks (everything is kept).
     pub fn new(masks: Option<&BTreeSet<String>>) -> Option<FieldMask> {
-        let masks = masks.filter(|m| !m.is_empty())?;
+        let masks = masks?;
         let mut root = Node::default();
         for mask in masks {
             let mut node = &mut root;
-            for segment in mask.split('.').filter(|s| !s.is_empty()) {
+            for segment in mask.split('.') {
                 node = node.children.entry(segment.to_string()).or_default();
             }
-            node.whole = true;
-        }
-        if root.whole {
-            // A mask of "" (or ".") means "everything".
-            return None;
+            node.terminal = true;
         }
         Some(FieldMask { root })
     }
 
-    /// The object pruned to the masked fields.
-    pub fn apply(&self, value: &Value) -> Value {
-        prune(value, &self.root).unwrap_or_else(|| Value::Object(Map::new()))
+    /// The object pruned to the masked fields (`apiVersion`, `kind`, `metadata` kept).
+    pub fn apply(&self, object: &Value) -> Value {
+        let Value::Object(map) = object else {
+            let mut v = object.clone();
+            prune(&mut v, &self.root);
+            return v;
+        };
+        let mut out = Map::new();
+        for (key, value) in map {
+            if ALWAYS_KEPT.contains(&key.as_str()) {
+                out.insert(key.clone(), value.clone());
+            } else if let Some(child) = self.root.children.get(key) {
+                let mut v = value.clone();
+                prune(&mut v, child);
+                out.insert(key.clone(), v);
+            }
+        }
+        Value::Object(out)
     }
 }
 
-fn prune(value: &Value, node: &Node) -> Option<Value> {
-    if node.whole {
-        return Some(value.clone());
+fn prune(value: &mut Value, node: &Node) {
+    if node.terminal && node.children.is_empty() {
+        return;
     }
     match value {
-        Value::Object(map) => {
-            let mut out = Map::new();
-            for (key, child) in &node.children {
-                if let Some(v) = map.get(key).and_then(|v| prune(v, child)) {
-                    out.insert(key.clone(), v);
-                }
+        Value::Object(map) => map.retain(|key, v| match node.children.get(key) {
+            Some(child) => {
+                prune(v, child);
+                true
             }
-            Some(Value::Object(out))
+            None => false,
+        }),
+        Value::Array(items) => items.iter_mut().for_each(|item| prune(item, node)),
+        _ => {}
+    }
+}
+
+/// What the host's reflector does to every object it serves in a list: `managedFields`
+/// emptied, the last-applied-configuration annotation dropped.
+pub fn strip_for_list(object: &mut Value) {
+    let Some(Value::Object(metadata)) = object.get_mut("metadata") else {
+        return;
+    };
+    metadata.insert("managedFields".into(), Value::Array(vec![]));
+    match metadata.get_mut("annotations") {
+        Some(Value::Object(annotations)) => {
+            annotations.remove(LAST_APPLIED_ANNOTATION);
         }
-        Value::Array(items) => Some(Value::Array(
-            items.iter().filter_map(|item| prune(item, node)).collect(),
-        )),
-        _ => None,
+        _ => {
+            metadata.insert("annotations".into(), Value::Object(Map::new()));
+        }
     }
 }
 
@@ -77,54 +111,70 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn mask(paths: &[&str]) -> Option<FieldMask> {
-        FieldMask::new(Some(&paths.iter().map(|s| s.to_string()).collect()))
+    fn mask(paths: &[&str]) -> FieldMask {
+        FieldMask::new(Some(&paths.iter().map(|s| s.to_string()).collect())).unwrap()
     }
 
     #[test]
-    fn keeps_only_listed_paths() {
+    fn keeps_only_listed_paths_and_always_the_type_and_metadata() {
         let obj = json!({
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "p", "namespace": "n", "labels": {"a": "b"}},
-            "spec": {"containers": [{"name": "c1", "image": "i1"}, {"name": "c2", "image": "i2"}], "nodeName": "x"}
+            "spec": {"containers": [{"name": "c1", "image": "i1"}, {"name": "c2", "image": "i2"}], "nodeName": "x"},
+            "status": {"phase": "Running"}
         });
-        let m = mask(&[
-            "metadata.name",
-            "metadata.namespace",
-            "spec.containers.image",
-        ])
-        .unwrap();
+        let m = mask(&["metadata.name", "spec.containers.image"]);
         assert_eq!(
             m.apply(&obj),
-            json!({"metadata": {"name": "p", "namespace": "n"}, "spec": {"containers": [{"image": "i1"}, {"image": "i2"}]}})
+            json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "p", "namespace": "n", "labels": {"a": "b"}},
+                "spec": {"containers": [{"image": "i1"}, {"image": "i2"}]}
+            })
         );
     }
 
     #[test]
-    fn subtree_paths_and_missing_fields() {
-        let obj = json!({"metadata": {"name": "p", "labels": {"a": "b"}}, "spec": {"x": 1}});
-        let m = mask(&["metadata", "metadata.name", "spec.x.y", "status.phase"]).unwrap();
-        // spec.x is a scalar where an object was needed: dropped; status is absent: dropped.
+    fn subtree_masks_scalars_and_nested_arrays() {
+        let obj = json!({"spec": {"a": {"x": 1, "y": 2}, "b": 3, "s": "scalar", "g": [[{"a": 1, "b": 2}], [{"a": 3}]]}});
+        // "spec" together with deeper masks keeps only the deeper paths, like the host.
         assert_eq!(
-            m.apply(&obj),
-            json!({"metadata": {"name": "p", "labels": {"a": "b"}}, "spec": {}})
+            mask(&["spec", "spec.a.x"]).apply(&obj),
+            json!({"spec": {"a": {"x": 1}}})
         );
+        // A whole subtree; a scalar reached by a deeper mask is kept.
+        assert_eq!(
+            mask(&["spec.a", "spec.s.deeper", "spec.g.a"]).apply(&obj),
+            json!({"spec": {"a": {"x": 1, "y": 2}, "s": "scalar", "g": [[{"a": 1}], [{"a": 3}]]}})
+        );
+        // Missing paths are simply absent.
+        assert_eq!(mask(&["status.phase"]).apply(&obj), json!({}));
     }
 
     #[test]
-    fn arrays_of_scalars_and_nested_arrays() {
-        let obj = json!({"spec": {"values": [1, 2], "groups": [[{"a": 1, "b": 2}], [{"a": 3}]]}});
-        let m = mask(&["spec.values", "spec.groups.a"]).unwrap();
-        assert_eq!(
-            m.apply(&obj),
-            json!({"spec": {"values": [1, 2], "groups": [[{"a": 1}], [{"a": 3}]]}})
-        );
-    }
-
-    #[test]
-    fn empty_or_absent_keeps_everything() {
+    fn none_keeps_everything_and_empty_keeps_only_type_and_metadata() {
         assert!(FieldMask::new(None).is_none());
-        assert!(FieldMask::new(Some(&BTreeSet::new())).is_none());
-        assert!(mask(&[""]).is_none());
+        let obj = json!({"kind": "X", "metadata": {"name": "a"}, "spec": {"a": 1}});
+        let empty = FieldMask::new(Some(&BTreeSet::new())).unwrap();
+        assert_eq!(
+            empty.apply(&obj),
+            json!({"kind": "X", "metadata": {"name": "a"}})
+        );
+    }
+
+    #[test]
+    fn list_objects_lose_managed_fields_and_last_applied() {
+        let mut obj = json!({"metadata": {"name": "a", "managedFields": [{"manager": "m"}], "annotations": {LAST_APPLIED_ANNOTATION: "{}", "keep": "me"}}});
+        strip_for_list(&mut obj);
+        assert_eq!(
+            obj,
+            json!({"metadata": {"name": "a", "managedFields": [], "annotations": {"keep": "me"}}})
+        );
+        let mut bare = json!({"metadata": {"name": "a"}});
+        strip_for_list(&mut bare);
+        assert_eq!(
+            bare,
+            json!({"metadata": {"name": "a", "managedFields": [], "annotations": {}}})
+        );
     }
 }

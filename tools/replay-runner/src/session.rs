@@ -23,7 +23,7 @@
 //! Serialization uses serde_yaml 0.9.34 like kwctl, so a session written here is byte-for-byte
 //! what kwctl would write for the same exchanges.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::path::Path;
 
 use anyhow::{Context, Result, anyhow};
@@ -31,8 +31,12 @@ use serde::{Deserialize, Serialize};
 
 /// The Kubernetes variants of policy-evaluator's `CallbackRequestType`, with the same names,
 /// field order and types, so the YAML and the `Debug` text (used in replay errors) are the same
-/// as kwctl's. policy-evaluator 0.30 has no `field_masks`: a guest's field masks are not part of
-/// the request that is recorded and matched, exactly as with kwctl.
+/// as kwctl's.
+///
+/// `field_masks` (kubewarden-policy-sdk 0.16+) is the last field of each variant, as in the
+/// policy-evaluator releases that serve field masks. It is written only when the guest sent masks:
+/// a request without masks is byte-for-byte what kwctl 1.31 (policy-evaluator 0.30, which has no
+/// such field) writes, and kwctl 1.31 ignores the field when reading. Replay compares it.
 #[derive(Debug, Clone, Eq, PartialEq, Serialize, Deserialize)]
 pub enum CallbackRequestType {
     KubernetesListResourceNamespace {
@@ -41,12 +45,16 @@ pub enum CallbackRequestType {
         namespace: String,
         label_selector: Option<String>,
         field_selector: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        field_masks: Option<BTreeSet<String>>,
     },
     KubernetesListResourceAll {
         api_version: String,
         kind: String,
         label_selector: Option<String>,
         field_selector: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        field_masks: Option<BTreeSet<String>>,
     },
     KubernetesGetResource {
         api_version: String,
@@ -54,10 +62,36 @@ pub enum CallbackRequestType {
         name: String,
         namespace: Option<String>,
         disable_cache: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        field_masks: Option<BTreeSet<String>>,
     },
 }
 
 impl CallbackRequestType {
+    pub fn api_version_kind(&self) -> (&str, &str) {
+        match self {
+            CallbackRequestType::KubernetesListResourceNamespace {
+                api_version, kind, ..
+            }
+            | CallbackRequestType::KubernetesListResourceAll {
+                api_version, kind, ..
+            }
+            | CallbackRequestType::KubernetesGetResource {
+                api_version, kind, ..
+            } => (api_version, kind),
+        }
+    }
+
+    pub fn field_masks(&self) -> Option<&BTreeSet<String>> {
+        match self {
+            CallbackRequestType::KubernetesListResourceNamespace { field_masks, .. }
+            | CallbackRequestType::KubernetesListResourceAll { field_masks, .. }
+            | CallbackRequestType::KubernetesGetResource { field_masks, .. } => {
+                field_masks.as_ref()
+            }
+        }
+    }
+
     /// kwctl stores each request as `serde_yaml::to_string(&request)`.
     pub fn to_yaml(&self) -> String {
         serde_yaml::to_string(self).expect("a CallbackRequestType always serializes")
@@ -256,6 +290,7 @@ mod tests {
             kind: kind.into(),
             label_selector: None,
             field_selector: None,
+            field_masks: None,
         }
     }
 
@@ -271,11 +306,42 @@ mod tests {
             name: "tenant-a".into(),
             namespace: None,
             disable_cache: false,
+            field_masks: None,
         };
         assert_eq!(
             get.to_yaml(),
             "!KubernetesGetResource\napi_version: v1\nkind: Namespace\nname: tenant-a\nnamespace: null\ndisable_cache: false\n"
         );
+    }
+
+    #[test]
+    fn field_masks_are_written_only_when_sent() {
+        let masked = CallbackRequestType::KubernetesListResourceNamespace {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            namespace: "n".into(),
+            label_selector: Some("a=b".into()),
+            field_selector: None,
+            field_masks: Some(
+                [
+                    "spec.containers.image".to_string(),
+                    "metadata.name".to_string(),
+                ]
+                .into(),
+            ),
+        };
+        let yaml = masked.to_yaml();
+        assert_eq!(
+            yaml,
+            "!KubernetesListResourceNamespace\napi_version: v1\nkind: Pod\nnamespace: n\nlabel_selector: a=b\nfield_selector: null\nfield_masks:\n- metadata.name\n- spec.containers.image\n"
+        );
+        assert_eq!(CallbackRequestType::from_yaml(&yaml).unwrap(), masked);
+        // A request written by kwctl 1.31 (no field_masks key) reads as "no masks".
+        let old = CallbackRequestType::from_yaml(
+            "!KubernetesListResourceAll\napi_version: v1\nkind: Pod\nlabel_selector: null\nfield_selector: null\n",
+        )
+        .unwrap();
+        assert_eq!(old.field_masks(), None);
     }
 
     #[test]
@@ -295,6 +361,7 @@ mod tests {
                         name: "x".into(),
                         namespace: None,
                         disable_cache: true,
+                        field_masks: None,
                     },
                     Response::Error {
                         message: "Cannot find v1/Namespace named 'x' inside of namespace 'None'".into(),
@@ -331,6 +398,7 @@ mod tests {
                 name: "demo".into(),
                 namespace: None,
                 disable_cache: false,
+                field_masks: None,
             })
             .unwrap();
         assert_eq!(

@@ -477,7 +477,7 @@ fn serves_cluster_state_lists_with_selectors() {
         GuestHostCall::list_all("helm.toolkit.fluxcd.io/v2", "HelmRelease", Some("!env")),
         GuestHostCall::kubernetes(
             "list_resources_by_namespace",
-            &json!({"api_version": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "namespace": "tenant-a", "label_selector": null, "field_selector": "metadata.name!=etcd", "field_masks": ["metadata.name", "metadata.namespace"]}),
+            &json!({"api_version": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "namespace": "tenant-b", "label_selector": null, "field_selector": "metadata.name!=etcd", "field_masks": ["spec.values.kafka.replicas"]}),
         ),
         GuestHostCall::list_all("cozystack.io/v1alpha1", "ApplicationDefinition", None),
     ];
@@ -500,9 +500,16 @@ fn serves_cluster_state_lists_with_selectors() {
     assert_eq!(item_names(&a[0]), ["tenant-a/kafka-a", "tenant-b/kafka-b"]);
     assert_eq!(item_names(&a[1]), ["tenant-a/etcd", "tenant-b/kafka-b"]);
     assert_eq!(item_names(&a[2]), ["tenant-a/etcd", "tenant-b/kafka-b"]);
+    // Field masks prune all but apiVersion, kind and metadata; listed objects lose
+    // managedFields and the last-applied annotation, as on Kubewarden's host.
     assert_eq!(
         a[3]["items"],
-        json!([{"metadata": {"name": "kafka-a", "namespace": "tenant-a"}}])
+        json!([{
+            "apiVersion": "helm.toolkit.fluxcd.io/v2",
+            "kind": "HelmRelease",
+            "metadata": {"name": "kafka-b", "namespace": "tenant-b", "labels": {"apps.cozystack.io/application.kind": "Kafka"}, "annotations": {}, "managedFields": []},
+            "spec": {"values": {"kafka": {"replicas": 3}}}
+        }])
     );
     assert_eq!(item_names(&a[4]), ["/kafka"]);
     assert_eq!(a[4]["kind"], "ApplicationDefinitionList");
