@@ -36,7 +36,8 @@ use serde::{Deserialize, Serialize};
 /// `field_masks` (kubewarden-policy-sdk 0.16+) is the last field of each variant, as in the
 /// policy-evaluator releases that serve field masks. It is written only when the guest sent masks:
 /// a request without masks is byte-for-byte what kwctl 1.31 (policy-evaluator 0.30, which has no
-/// such field) writes, and kwctl 1.31 ignores the field when reading. Replay compares it.
+/// such field) writes, and kwctl 1.31 ignores the field when reading. Replay compares masks when
+/// the recorded request has the key, and ignores them (like kwctl 1.31) when it has not.
 #[derive(Debug, Clone, Eq, PartialEq, Serialize, Deserialize)]
 pub enum CallbackRequestType {
     KubernetesListResourceNamespace {
@@ -80,6 +81,17 @@ impl CallbackRequestType {
                 api_version, kind, ..
             } => (api_version, kind),
         }
+    }
+
+    /// The same request without field masks (what kwctl 1.31 sees of it).
+    pub fn without_field_masks(&self) -> Self {
+        let mut r = self.clone();
+        match &mut r {
+            CallbackRequestType::KubernetesListResourceNamespace { field_masks, .. }
+            | CallbackRequestType::KubernetesListResourceAll { field_masks, .. }
+            | CallbackRequestType::KubernetesGetResource { field_masks, .. } => *field_masks = None,
+        }
+        r
     }
 
     pub fn field_masks(&self) -> Option<&BTreeSet<String>> {
@@ -214,10 +226,31 @@ impl ReplayError {
     }
 }
 
+/// One recorded exchange, parsed.
+#[derive(Debug, Clone)]
+struct Recorded {
+    request: CallbackRequestType,
+    /// Whether the recorded request has a `field_masks` key. A session written by kwctl 1.31
+    /// has none, and kwctl 1.31 ignores masks when matching: so does the replay then.
+    has_field_masks: bool,
+    response: Response,
+}
+
+/// Whether the request YAML (a `!Variant` tagged mapping) has a `field_masks` key.
+fn has_field_masks_key(text: &str) -> bool {
+    match serde_yaml::from_str::<serde_yaml::Value>(text) {
+        Ok(serde_yaml::Value::Tagged(tagged)) => tagged
+            .value
+            .as_mapping()
+            .is_some_and(|m| m.contains_key("field_masks")),
+        _ => false,
+    }
+}
+
 /// Strict in-order replay of a session, like kwctl's `produce_recorded_response`.
 #[derive(Debug, Clone)]
 pub struct Replay {
-    recorded: Vec<(CallbackRequestType, Response)>,
+    recorded: Vec<Recorded>,
     next: usize,
 }
 
@@ -230,7 +263,11 @@ impl Replay {
             .enumerate()
             .map(|(i, ex)| {
                 CallbackRequestType::from_yaml(&ex.request)
-                    .map(|req| (req, ex.response.clone()))
+                    .map(|request| Recorded {
+                        request,
+                        has_field_masks: has_field_masks_key(&ex.request),
+                        response: ex.response.clone(),
+                    })
                     .with_context(|| format!("exchange #{}", i + 1))
             })
             .collect::<Result<Vec<_>>>()?;
@@ -239,7 +276,7 @@ impl Replay {
 
     /// The next answer, when `actual` is the next recorded request.
     pub fn answer(&mut self, actual: &CallbackRequestType) -> Result<Response, ReplayError> {
-        let Some((expected, response)) = self.recorded.get(self.next) else {
+        let Some(recorded) = self.recorded.get(self.next) else {
             return Err(ReplayError::Exhausted {
                 actual: Box::new(actual.clone()),
             });
@@ -247,12 +284,17 @@ impl Replay {
         let index = self.next;
         // kwctl pops the exchange whether or not it matches.
         self.next += 1;
-        if expected == actual {
-            Ok(response.clone())
+        let matches = if recorded.has_field_masks {
+            &recorded.request == actual
+        } else {
+            recorded.request == actual.without_field_masks()
+        };
+        if matches {
+            Ok(recorded.response.clone())
         } else {
             Err(ReplayError::Mismatch {
                 index,
-                expected: Box::new(expected.clone()),
+                expected: Box::new(recorded.request.clone()),
                 actual: Box::new(actual.clone()),
             })
         }
@@ -262,7 +304,7 @@ impl Replay {
     pub fn leftovers(&self) -> VecDeque<CallbackRequestType> {
         self.recorded[self.next.min(self.recorded.len())..]
             .iter()
-            .map(|(r, _)| r.clone())
+            .map(|r| r.request.clone())
             .collect()
     }
 
@@ -434,6 +476,42 @@ mod tests {
         replay.rewind();
         assert!(replay.answer(&list_all("HelmRelease")).is_ok());
         assert!(replay.leftovers().is_empty());
+    }
+
+    #[test]
+    fn field_masks_are_matched_only_when_recorded() {
+        let masked = CallbackRequestType::KubernetesListResourceAll {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            label_selector: None,
+            field_selector: None,
+            field_masks: Some(["spec".to_string()].into()),
+        };
+        let ok = || Response::Success {
+            payload: "{}".into(),
+        };
+        // Recorded with masks: they must be the same.
+        let session = Session {
+            exchanges: vec![Exchange::new(&masked, ok())],
+        };
+        let mut replay = Replay::new(&session).unwrap();
+        assert!(replay.answer(&masked.without_field_masks()).is_err());
+        replay.rewind();
+        assert!(replay.answer(&masked).is_ok());
+        // Recorded by kwctl 1.31 (no field_masks key): masks are not compared, as with kwctl 1.31.
+        let old = Session {
+            exchanges: vec![Exchange::new(&masked.without_field_masks(), ok())],
+        };
+        assert!(!old.exchanges[0].request.contains("field_masks"));
+        assert!(Replay::new(&old).unwrap().answer(&masked).is_ok());
+        // An explicit `field_masks: null` means "no masks" and is compared.
+        let explicit = Session {
+            exchanges: vec![Exchange {
+                request: "!KubernetesListResourceAll\napi_version: v1\nkind: Pod\nlabel_selector: null\nfield_selector: null\nfield_masks: null\n".into(),
+                response: ok(),
+            }],
+        };
+        assert!(Replay::new(&explicit).unwrap().answer(&masked).is_err());
     }
 
     #[test]
