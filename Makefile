@@ -1,0 +1,157 @@
+# Kubewarden policy Makefile. Target names follow kubewarden/rust-policy-template
+# (policy.wasm, annotated-policy.wasm, fmt, lint, test, e2e-tests, clean); the rest are this
+# project's. The first two commands of the README:
+#
+#   make             build policy.wasm and annotated-policy.wasm, run it on test_data/example/
+#   make test-all    unit tests (policy crate and tools/), then e2e.bats on the compiled policy
+#
+# kwctl is used when it is on PATH (as in Kubewarden's release workflows); otherwise the host
+# tools in tools/ stand in for it: policy-annotate for `kwctl annotate` / `kwctl scaffold
+# artifacthub`, replay-runner for `kwctl run`.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := all
+
+SOURCE_FILES := $(shell find src -type f 2>/dev/null)
+
+# Where `policy.wasm` is built and copied to (scripts/check-reproducible.sh overrides both).
+TARGET_DIR ?= $(or $(CARGO_TARGET_DIR),target)
+WASM_OUT ?= policy.wasm
+WASM_NAME := tenant_reservation_policy.wasm
+
+# No absolute path of the build machine may reach the module (panic locations name source
+# files): the registry sources under CARGO_HOME and this checkout are remapped. Rust's own
+# library paths are already /rustc/<commit>/... . RUSTFLAGS is set, not appended to, so that
+# every release build uses exactly these flags.
+CARGO_HOME_DIR := $(or $(CARGO_HOME),$(HOME)/.cargo)
+WASM_RUSTFLAGS := --remap-path-prefix=$(CARGO_HOME_DIR)=/cargo --remap-path-prefix=$(CURDIR)=/src
+
+KWCTL_BIN := $(shell command -v kwctl 2>/dev/null)
+TOOLS_MANIFEST := tools/Cargo.toml
+TOOLS_BIN := tools/target/release
+POLICY_ANNOTATE := $(TOOLS_BIN)/policy-annotate
+REPLAY_RUNNER := $(TOOLS_BIN)/replay-runner
+QUESTIONS := deploy/questions-ui.yml
+
+# The runner for e2e.bats: the real kwctl when on PATH, else the replay-runner.
+E2E_KWCTL ?= $(or $(KWCTL_BIN),$(CURDIR)/$(REPLAY_RUNNER))
+
+EXAMPLE_DIR := test_data/example
+
+.PHONY: all
+all: run-example
+
+policy.wasm: $(SOURCE_FILES) Cargo.toml Cargo.lock rust-toolchain.toml
+	RUSTFLAGS="$(WASM_RUSTFLAGS)" cargo build --target=wasm32-wasip1 --release --locked --target-dir "$(TARGET_DIR)"
+	cp "$(TARGET_DIR)/wasm32-wasip1/release/$(WASM_NAME)" "$(WASM_OUT)"
+
+annotated-policy.wasm: policy.wasm metadata.yml
+ifneq ($(KWCTL_BIN),)
+	kwctl annotate -m metadata.yml -o annotated-policy.wasm policy.wasm
+else
+	$(MAKE) --no-print-directory policy-annotate
+	$(POLICY_ANNOTATE) annotate -m metadata.yml -o annotated-policy.wasm policy.wasm
+endif
+
+# artifacthub-pkg.yml as `kwctl scaffold artifacthub` writes it (a new createdAt each time).
+.PHONY: artifacthub-pkg.yml
+artifacthub-pkg.yml:
+ifneq ($(KWCTL_BIN),)
+	kwctl scaffold artifacthub --metadata-path metadata.yml --questions-path $(QUESTIONS) --output artifacthub-pkg.yml
+else
+	$(MAKE) --no-print-directory policy-annotate
+	$(POLICY_ANNOTATE) scaffold-artifacthub --metadata-path metadata.yml --questions-path $(QUESTIONS) --output artifacthub-pkg.yml
+endif
+
+# Host tools, built once in release (replay-runner embeds wasmtime: the first build is slow).
+.PHONY: policy-annotate
+policy-annotate:
+	cargo build --release --manifest-path $(TOOLS_MANIFEST) -p policy-annotate
+
+.PHONY: replay-runner
+replay-runner:
+	cargo build --release --manifest-path $(TOOLS_MANIFEST) -p replay-runner
+
+.PHONY: tools
+tools:
+	cargo build --release --manifest-path $(TOOLS_MANIFEST) -p policy-annotate -p replay-runner
+
+# `kwctl run` has no --cluster-state (it replays recorded sessions instead), so the example
+# always runs on the replay-runner; EXAMPLE_RUNNER overrides it.
+EXAMPLE_RUNNER ?= $(REPLAY_RUNNER)
+.PHONY: run-example
+run-example: annotated-policy.wasm
+	@if [ "$(EXAMPLE_RUNNER)" = "$(REPLAY_RUNNER)" ]; then $(MAKE) --no-print-directory replay-runner; fi
+	$(EXAMPLE_RUNNER) run \
+		--request-path $(EXAMPLE_DIR)/request.json \
+		--cluster-state $(EXAMPLE_DIR)/cluster.yaml \
+		--allow-context-aware \
+		annotated-policy.wasm
+
+.PHONY: fmt
+fmt:
+	cargo fmt --all
+	cargo fmt --all --manifest-path $(TOOLS_MANIFEST)
+
+.PHONY: check
+check:
+	cargo fmt --all -- --check
+	cargo fmt --all --manifest-path $(TOOLS_MANIFEST) -- --check
+
+.PHONY: lint
+lint:
+	cargo clippy --locked --all-targets -- -D warnings
+	cargo clippy --locked --target wasm32-wasip1 --lib -- -D warnings
+	cargo clippy --manifest-path $(TOOLS_MANIFEST) --workspace --all-targets -- -D warnings
+
+# Tools tests run in release so they share the release build of wasmtime with the binaries.
+.PHONY: test
+test:
+	cargo test --locked
+	cargo test --release --manifest-path $(TOOLS_MANIFEST) --workspace
+
+.PHONY: e2e-tests
+e2e-tests: annotated-policy.wasm
+	@if [ ! -f e2e.bats ]; then echo "e2e-tests: there is no e2e.bats yet, nothing to run"; exit 0; fi
+ifeq ($(KWCTL_BIN),)
+	$(MAKE) --no-print-directory replay-runner
+endif
+	KWCTL="$(E2E_KWCTL)" bats e2e.bats
+
+.PHONY: test-all
+test-all: test e2e-tests
+
+.PHONY: check-versions
+check-versions:
+	bash scripts/check-versions.sh
+
+.PHONY: reproducible
+reproducible:
+	bash scripts/check-reproducible.sh
+
+.PHONY: sessions
+sessions:
+	bash scripts/record-sessions.sh
+
+.PHONY: bench
+bench:
+	cargo bench --manifest-path $(TOOLS_MANIFEST)
+
+# Placeholder until fuzz/ has targets (cargo-fuzz needs a nightly toolchain).
+FUZZ_SECONDS ?= 60
+.PHONY: fuzz
+fuzz:
+	@if [ -f fuzz/Cargo.toml ]; then \
+		for t in $$(cargo +nightly fuzz list); do \
+			cargo +nightly fuzz run "$$t" -- -max_total_time=$(FUZZ_SECONDS); \
+		done; \
+	else \
+		echo "fuzz: no fuzz/ crate yet, nothing to run"; \
+	fi
+
+.PHONY: clean
+clean:
+	cargo clean
+	cargo clean --manifest-path $(TOOLS_MANIFEST)
+	rm -f policy.wasm annotated-policy.wasm
