@@ -1071,3 +1071,66 @@ fn tenant_declarations_are_validated() {
     );
     assert!(v.allowed, "no parent pool, valid keys: {v:?}");
 }
+
+#[test]
+fn a_child_cannot_declare_less_than_its_subtree_holds() {
+    // b (unbounded) holds a 12Gi Postgres inside a's 16Gi pool. Declaring 1Gi would move the
+    // 12Gi out of a's pool while carving out only 1Gi: 11Gi handed back that is in use.
+    let k8s = cluster(vec![
+        tenant("tenant-root", "a", json!({"memory": "16Gi"})),
+        tenant("tenant-a", "b", json!({})),
+        application(
+            "Postgres",
+            "tenant-a-b",
+            "pg",
+            json!({"replicas": 3, "resourcesPreset": "u1.medium"}),
+        ),
+    ]);
+    let v = tenant_write(
+        &k8s,
+        "tenant-a",
+        "b",
+        json!({"memory": "1Gi"}),
+        Some(json!({})),
+    );
+    assert_eq!(
+        message(&v),
+        "Tenant tenant-a/b: memory 1Gi is less than its namespaces already hold (24Gi reserved by 1 application): \
+         declaring it would hand back budget of pool tenant-a that is still in use"
+    );
+    // Declaring what it holds or more is fine when it fits; an unrelated key is not checked.
+    let v = tenant_write(
+        &k8s,
+        "tenant-a",
+        "b",
+        json!({"memory": "12Gi", "cpu": "1"}),
+        Some(json!({})),
+    );
+    assert!(!v.allowed, "24Gi held: {v:?}");
+    let k8s = cluster(vec![
+        tenant("tenant-root", "a", json!({"memory": "16Gi"})),
+        tenant("tenant-a", "b", json!({"memory": "12Gi"})),
+        application(
+            "Postgres",
+            "tenant-a-b",
+            "pg",
+            json!({"replicas": 2, "resourcesPreset": "u1.medium"}),
+        ),
+    ]);
+    let v = tenant_write(
+        &k8s,
+        "tenant-a",
+        "b",
+        json!({"memory": "8Gi"}),
+        Some(json!({"memory": "12Gi"})),
+    );
+    assert!(!v.allowed && message(&v).contains("memory 8Gi is less than its namespaces already hold (16Gi reserved by 1 application)"), "{v:?}");
+    let v = tenant_write(
+        &k8s,
+        "tenant-a",
+        "b",
+        json!({"memory": "12Gi", "storage": "1Gi"}),
+        Some(json!({"memory": "12Gi"})),
+    );
+    assert!(v.allowed, "memory unchanged, storage unbounded by a: {v:?}");
+}

@@ -105,6 +105,18 @@ impl Tenancy {
         Tenancy { tenants, by_owned }
     }
 
+    /// The same tree with `tenant` written (replacing the one that owns its namespace).
+    pub fn with(&self, tenant: Tenant) -> Tenancy {
+        let mut tenants: Vec<Tenant> = self
+            .tenants
+            .iter()
+            .filter(|t| t.owns != tenant.owns)
+            .cloned()
+            .collect();
+        tenants.push(tenant);
+        Tenancy::new(tenants)
+    }
+
     pub fn tenants(&self) -> &[Tenant] {
         &self.tenants
     }

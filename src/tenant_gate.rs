@@ -9,8 +9,9 @@
 use crate::admission::{Context, Subject, Verdict, declared_quota};
 use crate::decision::{self, PoolState};
 use crate::evaluate::is_dns_label;
-use crate::pool::{Budget, overcommitted, owned_namespace, show_overcommit};
-use crate::resources::{GPU_ALL_CLASSES, GPU_CLASS_SUFFIX, GPU_DOMAIN, Resources};
+use crate::pool::{Budget, Pool, Tenancy, Tenant, overcommitted, owned_namespace, show_overcommit};
+use crate::quantity::Quantity;
+use crate::resources::{GPU_ALL_CLASSES, GPU_CLASS_SUFFIX, GPU_DOMAIN, Resources, show};
 
 /// Whether `key` is in the GPU budget domain (`gpuclass.cozystack.io/*`, `*.gpuclass.cozystack.io/*`).
 pub fn in_gpu_domain(key: &str) -> bool {
@@ -81,48 +82,162 @@ pub fn review(subject: &Subject<'_>, context: &Context<'_>) -> Verdict {
         }
     }
     let settings = context.settings;
-    let new = as_resources(&Budget::from_declared(
-        declared.iter().map(|(k, q)| (k.as_str(), *q)),
-        settings,
-    ));
-    let old = subject.old_values.map(|old| {
+    let new_budget =
+        Budget::from_declared(declared.iter().map(|(k, q)| (k.as_str(), *q)), settings);
+    let old_budget = subject.old_values.map(|old| {
         // A previous declaration that no longer parses counts as nothing: all is growth.
         let pairs = declared_quota(old).unwrap_or_default();
-        as_resources(&Budget::from_declared(
-            pairs.iter().map(|(k, q)| (k.as_str(), *q)),
-            settings,
-        ))
+        Budget::from_declared(pairs.iter().map(|(k, q)| (k.as_str(), *q)), settings)
     });
-    if decision::growth(budget, &new, old.as_ref()).is_empty() {
-        return Verdict::accept(warnings);
-    }
-    let mut problems = Vec::new();
-    let carved = match pool.carved(budget, Some(&owns), &mut problems) {
-        Ok(c) => c,
-        Err(_) => {
-            return Verdict::reject(
-                format!("{label}: the carve-outs of pool {} overflow", pool.name()),
-                warnings,
-            );
-        }
-    };
-    let (usage, more) = match context.usage(&pool, |app| tenancy.is_within(&app.namespace, &owns)) {
-        Ok(u) => u,
-        Err(e) => return Verdict::reject(format!("{label}: {e}"), warnings),
-    };
-    problems.extend(more);
-    if let Err(e) = context.sibling_problems(&label, pool.name(), problems, &mut warnings) {
+    let new = as_resources(&new_budget);
+    let old = old_budget.as_ref().map(as_resources);
+    let lowered = lowered_keys(budget, &new_budget, old_budget.as_ref());
+    let grows = !decision::growth(budget, &new, old.as_ref()).is_empty();
+    if grows
+        && let Err(e) = fits_in_parent_pool(
+            subject,
+            context,
+            &tenancy,
+            &pool,
+            &owns,
+            &new,
+            old.as_ref(),
+            &mut warnings,
+        )
+    {
         return Verdict::reject(e, warnings);
     }
+    if !lowered.is_empty() {
+        let child = Tenant {
+            name: subject.name.to_string(),
+            namespace: subject.namespace.to_string(),
+            owns: owns.clone(),
+            quota: Ok(new_budget.clone()),
+            bounded: true,
+        };
+        let future = tenancy.with(child);
+        if let Err(e) = holds_no_more_than_declared(
+            subject,
+            context,
+            &future,
+            &owns,
+            &new_budget,
+            &lowered,
+            pool.name(),
+            &mut warnings,
+        ) {
+            return Verdict::reject(e, warnings);
+        }
+    }
+    Verdict::accept(warnings)
+}
+
+/// Keys the parent pool bounds that the child now declares lower than before (or declares
+/// for the first time): lowering a carve-out hands budget back to the parent pool, which is
+/// only sound if the child's subtree does not still hold it.
+fn lowered_keys(parent: &Budget, new: &Budget, old: Option<&Budget>) -> Vec<String> {
+    new.iter()
+        .filter(|(key, q)| {
+            parent.get(key).is_some()
+                && old.is_none_or(|o| o.get(key).is_none_or(|before| *q < before))
+        })
+        .map(|(key, _)| key.to_string())
+        .collect()
+}
+
+/// The parent-pool check: other carve-outs + the pool's reservations (less the child's
+/// subtree) + the child's declaration must fit in the budget, for the keys that grow.
+#[allow(clippy::too_many_arguments)]
+fn fits_in_parent_pool(
+    subject: &Subject<'_>,
+    context: &Context<'_>,
+    tenancy: &Tenancy,
+    pool: &Pool<'_>,
+    owns: &str,
+    new: &Resources,
+    old: Option<&Resources>,
+    warnings: &mut Vec<String>,
+) -> Result<(), String> {
+    let label = subject.label();
+    let budget = pool.root.quota.as_ref().map_err(String::clone)?;
+    let mut problems = Vec::new();
+    let carved = pool
+        .carved(budget, Some(owns), &mut problems)
+        .map_err(|_| format!("{label}: the carve-outs of pool {} overflow", pool.name()))?;
+    let (usage, more) = context
+        .usage(pool, |app| tenancy.is_within(&app.namespace, owns))
+        .map_err(|e| format!("{label}: {e}"))?;
+    problems.extend(more);
+    context.sibling_problems(&label, pool.name(), problems, warnings)?;
     let state = PoolState {
         name: pool.name(),
         budget,
         carved: &carved,
         usage: &usage,
     };
-    match decision::decide(&label, &state, &new, old.as_ref()) {
-        Ok(()) => Verdict::accept(warnings),
-        Err(e) => Verdict::reject(e, warnings),
+    decision::decide(&label, &state, new, old)
+}
+
+/// The child's subtree (its applications and its own sub-tenants' declarations) must not
+/// already hold more than a lowered declaration: the difference would be reserved twice.
+#[allow(clippy::too_many_arguments)]
+fn holds_no_more_than_declared(
+    subject: &Subject<'_>,
+    context: &Context<'_>,
+    future: &Tenancy,
+    owns: &str,
+    declared: &Budget,
+    keys: &[String],
+    parent: &str,
+    warnings: &mut Vec<String>,
+) -> Result<(), String> {
+    let label = subject.label();
+    let Some(own_pool) = future.pool(owns) else {
+        return Ok(());
+    };
+    let mut problems = Vec::new();
+    let carved = own_pool
+        .carved(declared, None, &mut problems)
+        .map_err(|_| format!("{label}: the carve-outs of pool {owns} overflow"))?;
+    let (usage, more) = context
+        .usage(&own_pool, |_| false)
+        .map_err(|e| format!("{label}: {e}"))?;
+    problems.extend(more);
+    context.sibling_problems(&label, owns, problems, warnings)?;
+    let mut short = Vec::new();
+    for key in keys {
+        let want = declared.get(key).unwrap_or(Quantity::ZERO);
+        let reserved = usage.reserved.get(key);
+        let sub = carved.total.get(key).copied().unwrap_or(Quantity::ZERO);
+        let held = reserved
+            .checked_add(sub)
+            .ok_or_else(|| format!("{label}: the reservations of pool {owns} overflow"))?;
+        if held > want {
+            let holders = usage.holders.get(key).copied().unwrap_or(0);
+            let mut what = format!(
+                "{} reserved by {holders} application{}",
+                show(key, reserved),
+                if holders == 1 { "" } else { "s" }
+            );
+            if !sub.is_zero() {
+                what.push_str(&format!(
+                    " and {} declared by its sub-tenants",
+                    show(key, sub)
+                ));
+            }
+            short.push(format!(
+                "{key} {} is less than its namespaces already hold ({what})",
+                show(key, want)
+            ));
+        }
+    }
+    if short.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{label}: {}: declaring it would hand back budget of pool {parent} that is still in use",
+            short.join("; ")
+        ))
     }
 }
 
