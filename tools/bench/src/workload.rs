@@ -1,0 +1,297 @@
+//! The generated cluster: one quota pool of `size` applications (VMInstance, Postgres and
+//! Kubernetes, with the chart defaults the Cozystack API stores and per-application
+//! variation), the real definitions and instance types, and the two admission requests.
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use tenant_reservation_policy::cluster::Query;
+use tenant_reservation_policy::fixtures;
+
+/// The bounded Tenant whose pool is measured.
+pub const POOL: &str = "tenant-foo";
+/// An unbounded sub-tenant: a member of the pool.
+pub const MEMBER: &str = "tenant-foo-dev";
+
+/// The request subject: a VMInstance.
+pub const SUBJECT_KIND: &str = "VMInstance";
+/// CREATE: a new VM.
+pub const CREATE_NAME: &str = "vm-new";
+/// UPDATE: an existing VM of the pool grows (u1.medium to u1.large), so the pool is summed.
+pub const UPDATE_NAME: &str = "vm-0";
+
+const VM_DEFAULTS: &str = include_str!("../../../test_data/reference/values/vm-instance.values.yaml");
+const POSTGRES_DEFAULTS: &str = include_str!("../../../test_data/reference/values/postgres.values.yaml");
+const KUBERNETES_DEFAULTS: &str =
+    include_str!("../../../test_data/reference/values/kubernetes.values.yaml");
+
+/// The three host answers, serialised once.
+pub struct Answers {
+    pub applications: Vec<u8>,
+    pub definitions: Vec<u8>,
+    pub instance_types: Vec<u8>,
+}
+
+impl Answers {
+    pub fn get(&self, query: Query) -> &[u8] {
+        match query {
+            Query::Applications => &self.applications,
+            Query::Definitions => &self.definitions,
+            Query::InstanceTypes => &self.instance_types,
+        }
+    }
+
+    pub fn total(&self) -> usize {
+        self.applications.len() + self.definitions.len() + self.instance_types.len()
+    }
+}
+
+pub struct Workload {
+    pub create: Vec<u8>,
+    pub update: Vec<u8>,
+    /// Applications by kind: (VMInstance, Postgres, Kubernetes).
+    pub mix: (usize, usize, usize),
+}
+
+/// A kubewarden list answer (`kind: ...List`).
+fn list(query: Query, items: Vec<Value>) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "apiVersion": query.api_version(),
+        "kind": format!("{}List", query.kind()),
+        "metadata": {"resourceVersion": "4242"},
+        "items": items,
+    }))
+    .expect("JSON serialises")
+}
+
+/// Keeps only the dot paths of `masks` (objects only: the masked HelmRelease fields are all
+/// object paths), as the Kubewarden host prunes a `field_masks` answer.
+fn masked(object: &Value, masks: &[&str]) -> Value {
+    let mut out = Value::Object(Map::new());
+    for mask in masks {
+        let segments: Vec<&str> = mask.split('.').collect();
+        let mut from = object;
+        let mut found = true;
+        for s in &segments {
+            match from.get(s) {
+                Some(v) => from = v,
+                None => {
+                    found = false;
+                    break;
+                }
+            }
+        }
+        if !found {
+            continue;
+        }
+        let mut to = &mut out;
+        for s in &segments[..segments.len() - 1] {
+            to = to
+                .as_object_mut()
+                .expect("mask paths are object paths")
+                .entry(s.to_string())
+                .or_insert_with(|| Value::Object(Map::new()));
+        }
+        to[segments[segments.len() - 1]] = from.clone();
+    }
+    out
+}
+
+fn yaml(text: &str) -> Value {
+    let v = serde_yaml::Value::deserialize(serde_yaml::Deserializer::from_str(text))
+        .expect("chart values parse");
+    serde_json::to_value(v).expect("chart values are JSON")
+}
+
+/// `base` with `overrides` merged in, object by object.
+fn merged(base: &Value, overrides: Value) -> Value {
+    let mut out = base.clone();
+    merge(&mut out, overrides);
+    out
+}
+
+fn merge(into: &mut Value, from: Value) {
+    match (into, from) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (slot, v) => *slot = v,
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Vm,
+    Postgres,
+    Kubernetes,
+}
+
+/// 10 VMInstance, 7 Postgres, 3 Kubernetes in every 20; the first 10 hold all three.
+const PATTERN: [Kind; 20] = {
+    use Kind::*;
+    [
+        Vm, Postgres, Vm, Kubernetes, Vm, Postgres, Vm, Postgres, Vm, Postgres, Vm, Kubernetes, Vm,
+        Postgres, Vm, Postgres, Vm, Kubernetes, Vm, Postgres,
+    ]
+};
+
+const SSH_KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHq0dGVuYW50LXJlc2VydmF0aW9uLXBvbGljeS1iZW5jaA operator@workstation";
+const CLOUD_INIT: &str = "#cloud-config\npackages:\n  - qemu-guest-agent\nruncmd:\n  - systemctl enable --now qemu-guest-agent\n";
+
+struct Defaults {
+    vm: Value,
+    postgres: Value,
+    kubernetes: Value,
+}
+
+fn vm_values(d: &Defaults, i: usize) -> Value {
+    const TYPES: [&str; 7] = [
+        "u1.medium", "u1.large", "u1.xlarge", "cx1.large", "m1.large", "u1.small", "",
+    ];
+    // vm-0, the UPDATE subject, is stored as a u1.medium.
+    let instance_type = TYPES[(i / 2) % TYPES.len()];
+    let mut o = json!({
+        "instanceType": instance_type,
+        "systemDisk": {"image": "ubuntu", "storage": "20Gi"},
+        "disks": [{"name": format!("data-{i}")}],
+        "subnets": [{"name": "default"}],
+        "sshKeys": [SSH_KEY],
+        "cloudInit": CLOUD_INIT,
+    });
+    if instance_type.is_empty() {
+        o["resources"] = json!({"cpu": format!("{}", 1 + i % 4), "memory": format!("{}Gi", 2 + 2 * (i % 4))});
+    }
+    if i % 40 == 38 {
+        o["instanceType"] = json!("gn1.xlarge");
+        o["gpus"] = json!([{"name": "nvidia.com/AD102GL_L40S"}]);
+    }
+    merged(&d.vm, o)
+}
+
+fn postgres_values(d: &Defaults, i: usize) -> Value {
+    const PRESETS: [&str; 5] = ["t1.micro", "c1.small", "u1.medium", "s1.large", "c1.medium"];
+    const SIZES: [&str; 4] = ["10Gi", "20Gi", "50Gi", "100Gi"];
+    let mut o = json!({
+        "replicas": 1 + i % 3,
+        "resourcesPreset": PRESETS[i % PRESETS.len()],
+        "size": SIZES[i % SIZES.len()],
+        "users": {"app": {"password": format!("pw-{i:08x}")}, "readonly": {}},
+        "databases": {"app": {"roles": {"admin": ["app"], "readonly": ["readonly"]}, "extensions": ["pg_trgm"]}},
+        "backup": {"enabled": i % 2 == 0, "schedule": "0 2 * * *", "destinationPath": format!("s3://backups/pg-{i}/")},
+    });
+    if i % 9 == 4 {
+        o["resources"] = json!({"cpu": "2", "memory": "4Gi"});
+    }
+    merged(&d.postgres, o)
+}
+
+fn kubernetes_values(d: &Defaults, i: usize) -> Value {
+    let groups = match i % 3 {
+        // The chart's implicit md0 (whenEmpty).
+        0 => json!({}),
+        1 => json!({"md0": {"minReplicas": 1, "maxReplicas": 3 + i % 5, "instanceType": "u1.large",
+                            "diskSize": "50Gi", "roles": ["ingress-nginx"]}}),
+        _ => json!({
+            "md0": {"minReplicas": 1, "maxReplicas": 4, "instanceType": "u1.xlarge", "diskSize": "40Gi", "roles": ["ingress-nginx"]},
+            "md1": {"minReplicas": 0, "maxReplicas": 2, "instanceType": "", "diskSize": "100Gi",
+                    "resources": {"cpu": "4", "memory": "8Gi"}, "roles": []},
+        }),
+    };
+    merged(
+        &d.kubernetes,
+        json!({
+            "nodeGroups": groups,
+            "host": format!("k8s-{i}.example.org"),
+            "addons": {"certManager": {"enabled": true}, "ingressNginx": {"enabled": i % 2 == 1}},
+        }),
+    )
+}
+
+/// The pool's Tenants: `root`; `foo`, bounded; `foo/dev`, unbounded (a member); and
+/// `foo/team`, bounded (a carve-out). `foo`'s quota scales with the pool so the writes fit.
+fn tenants(size: usize) -> Vec<Value> {
+    let n = size.max(1);
+    vec![
+        fixtures::tenant("tenant-root", "root", json!({})),
+        fixtures::tenant(
+            "tenant-root",
+            "foo",
+            json!({"cpu": format!("{}", 64 * n + 64), "memory": format!("{}Gi", 256 * n + 256),
+                   "storage": format!("{}Gi", 512 * n + 512)}),
+        ),
+        fixtures::tenant("tenant-foo", "dev", json!({})),
+        fixtures::tenant("tenant-foo", "team", json!({"cpu": "16", "memory": "64Gi", "storage": "1Ti"})),
+    ]
+}
+
+/// The requests for a pool of `size` applications, and the host's answers.
+pub fn generate(size: usize) -> (Workload, Answers) {
+    let defaults = Defaults {
+        vm: yaml(VM_DEFAULTS),
+        postgres: yaml(POSTGRES_DEFAULTS),
+        kubernetes: yaml(KUBERNETES_DEFAULTS),
+    };
+    let masks = Query::Applications
+        .field_masks()
+        .expect("the applications query has field masks");
+    let mut mix = (0, 0, 0);
+    let mut releases: Vec<Value> = tenants(size).iter().map(|t| masked(t, masks)).collect();
+    let mut counters = [0usize; 3];
+    for i in 0..size {
+        let kind = PATTERN[i % PATTERN.len()];
+        let namespace = if i % 3 == 2 { MEMBER } else { POOL };
+        let (name, kind_name, values) = match kind {
+            Kind::Vm => {
+                let n = counters[0];
+                counters[0] += 1;
+                mix.0 += 1;
+                (format!("vm-{n}"), "VMInstance", vm_values(&defaults, n))
+            }
+            Kind::Postgres => {
+                let n = counters[1];
+                counters[1] += 1;
+                mix.1 += 1;
+                (format!("pg-{n}"), "Postgres", postgres_values(&defaults, n))
+            }
+            Kind::Kubernetes => {
+                let n = counters[2];
+                counters[2] += 1;
+                mix.2 += 1;
+                (format!("k8s-{n}"), "Kubernetes", kubernetes_values(&defaults, n))
+            }
+        };
+        releases.push(masked(
+            &fixtures::application(kind_name, namespace, &name, values),
+            masks,
+        ));
+    }
+    let answers = Answers {
+        applications: list(Query::Applications, releases),
+        definitions: list(Query::Definitions, fixtures::definitions()),
+        instance_types: list(Query::InstanceTypes, fixtures::instance_types()),
+    };
+    let new_vm = vm_values(&defaults, 1); // a u1.medium
+    let create = fixtures::payload("CREATE", SUBJECT_KIND, POOL, CREATE_NAME, new_vm, None, json!({}));
+    // vm-0 is the first application, in tenant-foo.
+    let old = vm_values(&defaults, 0);
+    let mut grown = old.clone();
+    grown["instanceType"] = json!("u1.large");
+    let update = fixtures::payload(
+        "UPDATE",
+        SUBJECT_KIND,
+        POOL,
+        UPDATE_NAME,
+        grown,
+        Some(old),
+        json!({}),
+    );
+    (
+        Workload {
+            create,
+            update,
+            mix,
+        },
+        answers,
+    )
+}
