@@ -200,13 +200,6 @@ fn table() -> Vec<Case> {
         .collect()
 }
 
-fn case(name: &str) -> Case {
-    table()
-        .into_iter()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("no case {name} in expected.tsv"))
-}
-
 /// The `validate` payload kwctl builds from an AdmissionReview file (default settings). The
 /// request is passed on raw, not parsed into a tree, so a request deeper than serde_json's
 /// limit reaches the policy as it would from kwctl.
@@ -243,14 +236,6 @@ fn check(case: &Case, v: &Verdict) -> Result<(), String> {
     }
 }
 
-fn run_case(name: &str) {
-    let case = case(name);
-    let verdict = run(name, &cluster());
-    if let Err(e) = check(&case, &verdict) {
-        panic!("{e}");
-    }
-}
-
 #[test]
 fn the_bad_input_table() {
     let mut failures = Vec::new();
@@ -262,6 +247,18 @@ fn the_bad_input_table() {
         ran += 1;
     }
     assert!(ran >= 80, "the table shrank to {ran} cases");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The rows whose note says `bug:`: each fails until its bug is fixed, then its note goes.
+#[test]
+#[ignore = "the known bugs of expected.tsv (none open): run with --ignored to see which are fixed"]
+fn known_bug_rows() {
+    let failures: Vec<String> = table()
+        .iter()
+        .filter(|c| c.is_bug())
+        .filter_map(|c| check(c, &run(&c.name, &cluster())).err())
+        .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -313,32 +310,15 @@ fn a_namespace_outside_any_pool_reads_only_the_applications() {
     assert_eq!(k8s.calls(), [Query::Applications]);
 }
 
-// ---- known bugs: each fails until fixed ------------------------------------------------
+// ---- found by this table, fixed in src/ ---------------------------------------------------
 
+/// Row `tenant-bound-below-subtree-usage`, end to end: tenant-a's budget is 16Gi, b's subtree
+/// holds 12Gi. Were b allowed to declare 1Gi, tenant-a could add 8Gi more: 20Gi reserved under
+/// a 16Gi budget. The same goes for a bounded child that shrinks its declaration below what
+/// it holds. (Rows `available-at-i128-min` and `delete-old-object-nested-200-deep` were bugs
+/// too when the table was written; see the notes in expected.tsv.)
 #[test]
-#[ignore = "bug: a DELETE whose oldObject nests deeper than 128 is refused (the payload is parsed whole before the operation is read)"]
-fn bug_a_delete_is_accepted_whatever_its_old_object() {
-    run_case("delete-old-object-nested-200-deep");
-}
-
-#[test]
-#[ignore = "bug: decision.rs negates an available of exactly i128::MIN (budget 0, carved i128::MAX, reserved 1n): overflow panic"]
-fn bug_available_at_i128_min_is_a_clean_rejection() {
-    run_case("available-at-i128-min");
-}
-
-#[test]
-#[ignore = "bug: a Tenant may declare less than its subtree already reserves, which frees parent budget that is still in use"]
-fn bug_a_tenant_declaration_cannot_hide_what_its_subtree_reserves() {
-    run_case("tenant-bound-below-subtree-usage");
-}
-
-/// The same hole, shown end to end: tenant-a's budget is 16Gi, b's subtree holds 12Gi. Once
-/// b declares 1Gi, tenant-a can add 8Gi more: 20Gi reserved under a 16Gi budget. The same
-/// happens when a bounded child shrinks its declaration below what it holds.
-#[test]
-#[ignore = "bug: a Tenant may declare less than its subtree already reserves, which frees parent budget that is still in use"]
-fn bug_no_sequence_of_admitted_writes_overshoots_a_pool() {
+fn no_sequence_of_admitted_writes_overshoots_a_pool() {
     for old in [json!({}), json!({"resourceQuotas": {"memory": "12Gi"}})] {
         let mut objects = objects();
         objects.retain(|o| o["metadata"]["name"] != "tenant-b");
