@@ -27,7 +27,8 @@ pub const ANNOTATION_RULES: &str = "kubewarden/rules";
 pub const ANNOTATION_QUESTIONS: &str = "kubewarden/questions-ui";
 pub const ANNOTATION_RANCHER_HIDDEN_UI: &str = "kubewarden/hidden-ui";
 
-const CONTROLLER_CHART: &str = "https://artifacthub.io/packages/helm/kubewarden/kubewarden-controller";
+const CONTROLLER_CHART: &str =
+    "https://artifacthub.io/packages/helm/kubewarden/kubewarden-controller";
 
 #[derive(Deserialize, Serialize, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -85,10 +86,9 @@ pub struct Recommendation {
 }
 
 fn required<'a>(annotations: &'a BTreeMap<String, String>, key: &str) -> Result<&'a str> {
-    annotations
-        .get(key)
-        .map(String::as_str)
-        .ok_or_else(|| anyhow!("metadata.yml: annotation {key} is required for artifacthub-pkg.yml"))
+    annotations.get(key).map(String::as_str).ok_or_else(|| {
+        anyhow!("metadata.yml: annotation {key} is required for artifacthub-pkg.yml")
+    })
 }
 
 /// An http(s) URL as the `url` crate prints it (a bare host gets its `/`).
@@ -100,7 +100,11 @@ fn url(key: &str, s: &str) -> Result<String> {
     if rest.is_empty() || rest.starts_with('/') || s.chars().any(char::is_whitespace) {
         bail!("annotation {key}: {s:?} is not a valid URL");
     }
-    Ok(if rest.contains('/') { s.to_string() } else { format!("{s}/") })
+    Ok(if rest.contains('/') {
+        s.to_string()
+    } else {
+        format!("{s}/")
+    })
 }
 
 fn host(url: &str) -> &str {
@@ -113,19 +117,23 @@ fn maintainers(author: &str) -> std::result::Result<Vec<Maintainer>, String> {
     let mut out = Vec::new();
     for entry in author.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let (name, email) = match (entry.find('<'), entry.rfind('>')) {
-            (Some(open), Some(close)) if open < close => {
-                (entry[..open].trim().trim_matches('"').to_string(), entry[open + 1..close].trim())
-            }
+            (Some(open), Some(close)) if open < close => (
+                entry[..open].trim().trim_matches('"').to_string(),
+                entry[open + 1..close].trim(),
+            ),
             _ if entry.contains('@') && !entry.contains(' ') => (String::new(), entry),
             _ => return Err(format!("{entry:?} has no e-mail address")),
         };
-        let valid = email
-            .split_once('@')
-            .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.') && !email.contains(' '));
+        let valid = email.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty() && domain.contains('.') && !email.contains(' ')
+        });
         if !valid {
             return Err(format!("{email:?} is not an e-mail address"));
         }
-        out.push(Maintainer { name, email: email.to_string() });
+        out.push(Maintainer {
+            name,
+            email: email.to_string(),
+        });
     }
     Ok(out)
 }
@@ -138,9 +146,15 @@ pub fn install_text(oci_ref: &str) -> String {
 }
 
 /// The annotations kwctl derives from the metadata (rules and context-aware resources as YAML).
-pub fn derived_annotations(metadata: &Metadata, questions: Option<&str>) -> BTreeMap<String, String> {
+pub fn derived_annotations(
+    metadata: &Metadata,
+    questions: Option<&str>,
+) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    out.insert(ANNOTATION_MUTATION.to_string(), metadata.mutating.to_string());
+    out.insert(
+        ANNOTATION_MUTATION.to_string(),
+        metadata.mutating.to_string(),
+    );
     if !metadata.context_aware_resources.is_empty() {
         out.insert(
             ANNOTATION_CONTEXT_AWARE.to_string(),
@@ -176,20 +190,29 @@ pub fn scaffold(
         .filter(|a| !a.is_empty())
         .ok_or_else(|| anyhow!("metadata.yml has no annotations"))?;
     let version_text = required(annotations, ANNOTATION_VERSION)?;
-    let version = semver::Version::parse(version_text)
-        .map_err(|e| anyhow!("annotation {ANNOTATION_VERSION}: {version_text:?} is not semver: {e}"))?;
+    let version = semver::Version::parse(version_text).map_err(|e| {
+        anyhow!("annotation {ANNOTATION_VERSION}: {version_text:?} is not semver: {e}")
+    })?;
     if questions.is_some_and(str::is_empty) {
         bail!("the questions-ui file is empty");
     }
     let oci = required(annotations, ANNOTATION_OCI_URL)?;
-    if oci.contains(char::is_whitespace) || oci.contains('@') || oci.rsplit('/').next().is_some_and(|l| l.contains(':')) {
-        bail!("annotation {ANNOTATION_OCI_URL}: {oci:?} must be a repository without tag or digest");
+    if oci.contains(char::is_whitespace)
+        || oci.contains('@')
+        || oci.rsplit('/').next().is_some_and(|l| l.contains(':'))
+    {
+        bail!(
+            "annotation {ANNOTATION_OCI_URL}: {oci:?} must be a repository without tag or digest"
+        );
     }
     let oci_ref = format!("{oci}:v{version}");
     let keywords = match annotations.get(ANNOTATION_AH_KEYWORDS) {
         None => None,
         Some(csv) => {
-            let words: Vec<String> = csv.split(',').map(|w| w.trim_matches(' ').to_string()).collect();
+            let words: Vec<String> = csv
+                .split(',')
+                .map(|w| w.trim_matches(' ').to_string())
+                .collect();
             if words.iter().any(String::is_empty) {
                 bail!("annotation {ANNOTATION_AH_KEYWORDS}: {csv:?} has an empty keyword");
             }
@@ -203,7 +226,10 @@ pub fn scaffold(
             let mut links = Vec::new();
             if host(&source) == "github.com" {
                 let release = match annotations.get(ANNOTATION_GITHUB_RELEASE_TAG) {
-                    Some(tag) => tag.replace('%', "%25").replace('/', "%2F").replace('+', "%2B"),
+                    Some(tag) => tag
+                        .replace('%', "%25")
+                        .replace('/', "%2F")
+                        .replace('+', "%2B"),
                     None => format!("v{version}"),
                 };
                 links.push(Link {
@@ -211,7 +237,10 @@ pub fn scaffold(
                     url: format!("{source}/releases/download/{release}/policy.wasm"),
                 });
             }
-            links.push(Link { name: "source".into(), url: source });
+            links.push(Link {
+                name: "source".into(),
+                url: source,
+            });
             Some(links)
         }
     };
@@ -234,14 +263,24 @@ pub fn scaffold(
         created_at: created_at.to_string(),
         description: required(annotations, ANNOTATION_DESCRIPTION)?.to_string(),
         license: annotations.get(ANNOTATION_LICENSE).cloned(),
-        home_url: annotations.get(ANNOTATION_URL).map(|u| url(ANNOTATION_URL, u)).transpose()?,
-        containers_images: Some(vec![ContainerImage { name: "policy".into(), image: oci_ref.clone() }]),
+        home_url: annotations
+            .get(ANNOTATION_URL)
+            .map(|u| url(ANNOTATION_URL, u))
+            .transpose()?,
+        containers_images: Some(vec![ContainerImage {
+            name: "policy".into(),
+            image: oci_ref.clone(),
+        }]),
         keywords,
         links,
         install: Some(install_text(&oci_ref)),
         maintainers,
-        provider: Provider { name: "kubewarden".into() },
-        recommendations: vec![Recommendation { url: CONTROLLER_CHART.into() }],
+        provider: Provider {
+            name: "kubewarden".into(),
+        },
+        recommendations: vec![Recommendation {
+            url: CONTROLLER_CHART.into(),
+        }],
         annotations: derived_annotations(metadata, questions),
     };
     Ok((pkg, warnings))
@@ -249,7 +288,10 @@ pub fn scaffold(
 
 /// The file text: kwctl's header, a newline, the YAML.
 pub fn render(pkg: &ArtifactHubPkg) -> String {
-    format!("{HEADER}\n{}", serde_yaml::to_string(pkg).expect("plain data"))
+    format!(
+        "{HEADER}\n{}",
+        serde_yaml::to_string(pkg).expect("plain data")
+    )
 }
 
 /// Now, in kwctl's `createdAt` form (RFC 3339, UTC, nanoseconds).
@@ -293,10 +335,16 @@ pub fn rfc3339(secs: i64, nanos: u32) -> String {
 /// `YYYY-MM-DDTHH:MM:SS[.digits]Z` (or with a numeric offset).
 pub fn rfc3339_shape(s: &str) -> bool {
     let b = s.as_bytes();
-    let digits = |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
+    let digits =
+        |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
     if b.len() < 20
         || !(digits(0..4) && b[4] == b'-' && digits(5..7) && b[7] == b'-' && digits(8..10))
-        || !(b[10] == b'T' && digits(11..13) && b[13] == b':' && digits(14..16) && b[16] == b':' && digits(17..19))
+        || !(b[10] == b'T'
+            && digits(11..13)
+            && b[13] == b':'
+            && digits(14..16)
+            && b[16] == b':'
+            && digits(17..19))
     {
         return false;
     }
@@ -312,7 +360,10 @@ pub fn rfc3339_shape(s: &str) -> bool {
         || (rest.len() == 6
             && (rest.starts_with('+') || rest.starts_with('-'))
             && rest.as_bytes()[3] == b':'
-            && rest[1..3].bytes().chain(rest[4..].bytes()).all(|c| c.is_ascii_digit()))
+            && rest[1..3]
+                .bytes()
+                .chain(rest[4..].bytes())
+                .all(|c| c.is_ascii_digit()))
 }
 
 #[cfg(test)]
@@ -330,14 +381,18 @@ mod tests {
     #[test]
     fn dates() {
         assert_eq!(rfc3339(0, 0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_767_951_101, 519_341_089), "2026-01-09T09:31:41.519341089Z");
+        assert_eq!(
+            rfc3339(1_767_951_101, 519_341_089),
+            "2026-01-09T09:31:41.519341089Z"
+        );
         assert_eq!(rfc3339(951_782_400, 500_000_000), "2000-02-29T00:00:00.5Z");
     }
 
     #[test]
     fn authors() {
         assert_eq!(
-            maintainers("Kubewarden developers <cncf-kubewarden-maintainers@lists.cncf.io>").unwrap(),
+            maintainers("Kubewarden developers <cncf-kubewarden-maintainers@lists.cncf.io>")
+                .unwrap(),
             vec![Maintainer {
                 name: "Kubewarden developers".into(),
                 email: "cncf-kubewarden-maintainers@lists.cncf.io".into()

@@ -72,7 +72,9 @@ pub fn cargo_version(cargo_toml: &str) -> Result<String> {
                 .strip_prefix('"')
                 .and_then(|v| v.strip_suffix('"'))
                 .map(str::to_string)
-                .ok_or_else(|| anyhow!("Cargo.toml: [package] version is not a plain string: {value}"));
+                .ok_or_else(|| {
+                    anyhow!("Cargo.toml: [package] version is not a plain string: {value}")
+                });
         }
     }
     Err(anyhow!("Cargo.toml: no version in [package]"))
@@ -83,7 +85,8 @@ pub fn check(inputs: &Inputs) -> Result<Report> {
     let cargo = cargo_version(inputs.cargo_toml)?;
 
     // metadata.yml on its own.
-    let raw: Value = serde_yaml::from_str(inputs.metadata_yml).map_err(|e| anyhow!("metadata.yml: {e}"))?;
+    let raw: Value =
+        serde_yaml::from_str(inputs.metadata_yml).map_err(|e| anyhow!("metadata.yml: {e}"))?;
     if let Some(map) = raw.as_mapping() {
         for key in map.keys() {
             let k = key.as_str().unwrap_or("<not a string>");
@@ -95,18 +98,24 @@ pub fn check(inputs: &Inputs) -> Result<Report> {
             }
         }
     }
-    let mut metadata = Metadata::from_yaml(inputs.metadata_yml).map_err(|e| anyhow!("metadata.yml: {e}"))?;
+    let mut metadata =
+        Metadata::from_yaml(inputs.metadata_yml).map_err(|e| anyhow!("metadata.yml: {e}"))?;
     if metadata.protocol_version.is_none() {
         // kwctl fills this in from the module; assume what the SDK reports to run the rest.
         metadata.protocol_version = Some(ProtocolVersion::V1);
     }
     match metadata.validate() {
-        Ok(()) => r.ok.push("metadata.yml: passes kwctl's metadata validation".into()),
-        Err(p) => r.problems.extend(p.into_iter().map(|p| format!("metadata.yml: {p}"))),
+        Ok(()) => {
+            r.ok.push("metadata.yml: passes kwctl's metadata validation".into())
+        }
+        Err(p) => r
+            .problems
+            .extend(p.into_iter().map(|p| format!("metadata.yml: {p}"))),
     }
     for key in REQUIRED_ANNOTATIONS {
         if metadata.annotation(key).is_none_or(|v| v.trim().is_empty()) {
-            r.problems.push(format!("metadata.yml: annotation {key} is missing"));
+            r.problems
+                .push(format!("metadata.yml: annotation {key} is missing"));
         }
     }
     if let Some(sev) = metadata.annotation(ANNOTATION_SEVERITY)
@@ -118,7 +127,9 @@ pub fn check(inputs: &Inputs) -> Result<Report> {
         ));
     }
     match metadata.annotation(ANNOTATION_VERSION) {
-        Some(v) if v == cargo => r.ok.push(format!("Cargo.toml {cargo} = metadata.yml {ANNOTATION_VERSION} {v}")),
+        Some(v) if v == cargo => r.ok.push(format!(
+            "Cargo.toml {cargo} = metadata.yml {ANNOTATION_VERSION} {v}"
+        )),
         Some(v) => r.problems.push(format!(
             "version drift: Cargo.toml has {cargo}, metadata.yml {ANNOTATION_VERSION} has {v}"
         )),
@@ -128,13 +139,24 @@ pub fn check(inputs: &Inputs) -> Result<Report> {
         if tag.strip_prefix('v') == Some(cargo.as_str()) {
             r.ok.push(format!("tag {tag} = v{cargo}"));
         } else {
-            r.problems.push(format!("version drift: the tag is {tag}, Cargo.toml has {cargo} (expected v{cargo})"));
+            r.problems.push(format!(
+                "version drift: the tag is {tag}, Cargo.toml has {cargo} (expected v{cargo})"
+            ));
         }
     }
-    let expected_image = metadata.annotation(ANNOTATION_OCI_URL).map(|oci| format!("{oci}:v{cargo}"));
+    let expected_image = metadata
+        .annotation(ANNOTATION_OCI_URL)
+        .map(|oci| format!("{oci}:v{cargo}"));
 
     if let Some(text) = inputs.artifacthub_pkg_yml {
-        check_artifacthub(&mut r, &metadata, &cargo, text, inputs.questions_yml, expected_image.as_deref())?;
+        check_artifacthub(
+            &mut r,
+            &metadata,
+            &cargo,
+            text,
+            inputs.questions_yml,
+            expected_image.as_deref(),
+        )?;
     }
     for (name, text) in &inputs.manifests {
         check_manifest(&mut r, name, &metadata, text, expected_image.as_deref())?;
@@ -150,9 +172,13 @@ fn check_artifacthub(
     questions: Option<&str>,
     expected_image: Option<&str>,
 ) -> Result<()> {
-    let pkg: ArtifactHubPkg = serde_yaml::from_str(text).map_err(|e| anyhow!("artifacthub-pkg.yml: {e}"))?;
+    let pkg: ArtifactHubPkg =
+        serde_yaml::from_str(text).map_err(|e| anyhow!("artifacthub-pkg.yml: {e}"))?;
     if pkg.version.to_string() == cargo {
-        r.ok.push(format!("artifacthub-pkg.yml version {} = Cargo.toml {cargo}", pkg.version));
+        r.ok.push(format!(
+            "artifacthub-pkg.yml version {} = Cargo.toml {cargo}",
+            pkg.version
+        ));
     } else {
         r.problems.push(format!(
             "version drift: artifacthub-pkg.yml version is {}, Cargo.toml has {cargo}",
@@ -160,7 +186,12 @@ fn check_artifacthub(
         ));
     }
     if let Some(want) = expected_image {
-        let images: Vec<&str> = pkg.containers_images.iter().flatten().map(|i| i.image.as_str()).collect();
+        let images: Vec<&str> = pkg
+            .containers_images
+            .iter()
+            .flatten()
+            .map(|i| i.image.as_str())
+            .collect();
         if images == [want] {
             r.ok.push(format!("artifacthub-pkg.yml containersImages = {want}"));
         } else {
@@ -169,7 +200,9 @@ fn check_artifacthub(
             ));
         }
         let install = pkg.install.as_deref().unwrap_or("");
-        if install.contains(&format!("kwctl pull {want}\n")) && install.contains(&format!("registry://{want}\n")) {
+        if install.contains(&format!("kwctl pull {want}\n"))
+            && install.contains(&format!("registry://{want}\n"))
+        {
             r.ok.push(format!("artifacthub-pkg.yml install pulls {want}"));
         } else {
             r.problems.push(format!(
@@ -198,7 +231,9 @@ fn check_artifacthub(
             _ => false,
         };
         if same {
-            r.ok.push(format!("artifacthub-pkg.yml {key} agrees with metadata.yml"));
+            r.ok.push(format!(
+                "artifacthub-pkg.yml {key} agrees with metadata.yml"
+            ));
         } else {
             r.problems.push(format!(
                 "artifacthub-pkg.yml annotation {key} disagrees with metadata.yml:\n    have: {have:?}\n    want: {want:?}"
@@ -211,10 +246,16 @@ fn check_artifacthub(
     if artifacthub::rfc3339_shape(&pkg.created_at) {
         r.ok.push("artifacthub-pkg.yml createdAt is an RFC 3339 UTC time".into());
     } else {
-        r.problems.push(format!("artifacthub-pkg.yml createdAt {:?} is not an RFC 3339 UTC time", pkg.created_at));
+        r.problems.push(format!(
+            "artifacthub-pkg.yml createdAt {:?} is not an RFC 3339 UTC time",
+            pkg.created_at
+        ));
     }
     if regenerated == pkg {
-        r.ok.push("artifacthub-pkg.yml is what `kwctl scaffold artifacthub` gives for metadata.yml".into());
+        r.ok.push(
+            "artifacthub-pkg.yml is what `kwctl scaffold artifacthub` gives for metadata.yml"
+                .into(),
+        );
         if artifacthub::render(&regenerated) != text {
             r.warnings.push(
                 "artifacthub-pkg.yml has the right content but not kwctl's layout (run `make artifacthub-pkg.yml`)".into(),
@@ -258,7 +299,9 @@ fn check_manifest(
         if module == format!("registry://{want}") {
             r.ok.push(format!("{name} module = registry://{want}"));
         } else {
-            r.problems.push(format!("version drift: {name} module is {module:?}, expected \"registry://{want}\""));
+            r.problems.push(format!(
+                "version drift: {name} module is {module:?}, expected \"registry://{want}\""
+            ));
         }
     }
     let rules: Vec<Rule> = match spec.get("rules") {
@@ -268,10 +311,14 @@ fn check_manifest(
     if rules == metadata.rules {
         r.ok.push(format!("{name} rules = metadata.yml rules"));
     } else {
-        r.problems.push(format!("{name} rules differ from metadata.yml:\n    have: {rules:?}\n    want: {:?}", metadata.rules));
+        r.problems.push(format!(
+            "{name} rules differ from metadata.yml:\n    have: {rules:?}\n    want: {:?}",
+            metadata.rules
+        ));
     }
     let car: BTreeSet<ContextAwareResource> = match spec.get("contextAwareResources") {
-        Some(v) => serde_yaml::from_value(v.clone()).map_err(|e| anyhow!("{name} contextAwareResources: {e}"))?,
+        Some(v) => serde_yaml::from_value(v.clone())
+            .map_err(|e| anyhow!("{name} contextAwareResources: {e}"))?,
         None => BTreeSet::new(),
     };
     if car == metadata.context_aware_resources {
@@ -282,10 +329,15 @@ fn check_manifest(
             metadata.context_aware_resources
         ));
     }
-    for (key, want) in [("mutating", metadata.mutating), ("backgroundAudit", metadata.background_audit)] {
+    for (key, want) in [
+        ("mutating", metadata.mutating),
+        ("backgroundAudit", metadata.background_audit),
+    ] {
         match spec.get(key).and_then(Value::as_bool) {
             Some(v) if v == want => r.ok.push(format!("{name} {key} = {want}")),
-            other => r.problems.push(format!("{name} {key} is {other:?}, metadata.yml says {want}")),
+            other => r.problems.push(format!(
+                "{name} {key} is {other:?}, metadata.yml says {want}"
+            )),
         }
     }
     Ok(())

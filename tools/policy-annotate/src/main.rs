@@ -44,7 +44,12 @@ enum Command {
     },
     /// Write artifacthub-pkg.yml as `kwctl scaffold artifacthub` does.
     ScaffoldArtifacthub {
-        #[arg(short = 'm', long = "metadata-path", value_name = "PATH", default_value = "metadata.yml")]
+        #[arg(
+            short = 'm',
+            long = "metadata-path",
+            value_name = "PATH",
+            default_value = "metadata.yml"
+        )]
         metadata_path: PathBuf,
         /// File containing the questions-ui content of the policy
         #[arg(long = "questions-path", value_name = "PATH")]
@@ -81,8 +86,15 @@ fn read(path: &Path) -> Result<String> {
 
 fn run(cli: Cli) -> Result<bool> {
     match cli.command {
-        Command::Annotate { metadata_path, usage_path, output_path, kwctl_version, wasm_path } => {
-            let module = std::fs::read(&wasm_path).with_context(|| format!("cannot read {}", wasm_path.display()))?;
+        Command::Annotate {
+            metadata_path,
+            usage_path,
+            output_path,
+            kwctl_version,
+            wasm_path,
+        } => {
+            let module = std::fs::read(&wasm_path)
+                .with_context(|| format!("cannot read {}", wasm_path.display()))?;
             let yaml = read(&metadata_path)?;
             let opts = wasm::AnnotateOptions {
                 usage: usage_path.as_deref().map(read).transpose()?,
@@ -95,14 +107,21 @@ fn run(cli: Cli) -> Result<bool> {
                     wasm_path.display()
                 );
             }
-            let metadata = wasm::prepare_metadata(&module, &yaml, &opts)
-                .with_context(|| format!("{} cannot annotate {}", metadata_path.display(), wasm_path.display()))?;
+            let metadata = wasm::prepare_metadata(&module, &yaml, &opts).with_context(|| {
+                format!(
+                    "{} cannot annotate {}",
+                    metadata_path.display(),
+                    wasm_path.display()
+                )
+            })?;
             let out = wasm::annotate(&module, &metadata)?;
-            std::fs::write(&output_path, &out).with_context(|| format!("cannot write {}", output_path.display()))?;
+            std::fs::write(&output_path, &out)
+                .with_context(|| format!("cannot write {}", output_path.display()))?;
             Ok(true)
         }
         Command::Inspect { raw, wasm_path } => {
-            let module = std::fs::read(&wasm_path).with_context(|| format!("cannot read {}", wasm_path.display()))?;
+            let module = std::fs::read(&wasm_path)
+                .with_context(|| format!("cannot read {}", wasm_path.display()))?;
             let sections = wasm::metadata_sections(&module)?;
             let Some(first) = sections.first() else {
                 eprintln!("{}: no io.kubewarden.metadata section", wasm_path.display());
@@ -117,22 +136,37 @@ fn run(cli: Cli) -> Result<bool> {
             }
             Ok(true)
         }
-        Command::ScaffoldArtifacthub { metadata_path, questions_path, created_at, output } => {
-            let metadata = Metadata::from_yaml(&read(&metadata_path)?).map_err(anyhow::Error::msg)?;
+        Command::ScaffoldArtifacthub {
+            metadata_path,
+            questions_path,
+            created_at,
+            output,
+        } => {
+            let metadata =
+                Metadata::from_yaml(&read(&metadata_path)?).map_err(anyhow::Error::msg)?;
             let questions = questions_path.as_deref().map(read).transpose()?;
             let created_at = created_at.unwrap_or_else(artifacthub::now_rfc3339);
-            let (pkg, warnings) = artifacthub::scaffold(&metadata, &created_at, questions.as_deref())?;
+            let (pkg, warnings) =
+                artifacthub::scaffold(&metadata, &created_at, questions.as_deref())?;
             for w in warnings {
                 eprintln!("warning: {w}");
             }
             let text = artifacthub::render(&pkg);
             match output {
-                Some(path) => std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?,
+                Some(path) => std::fs::write(&path, text)
+                    .with_context(|| format!("cannot write {}", path.display()))?,
                 None => print!("{text}"),
             }
             Ok(true)
         }
-        Command::Check { cargo_toml, metadata_path, artifacthub, questions_path, manifest, tag } => {
+        Command::Check {
+            cargo_toml,
+            metadata_path,
+            artifacthub,
+            questions_path,
+            manifest,
+            tag,
+        } => {
             let cargo = read(&cargo_toml)?;
             let meta = read(&metadata_path)?;
             let ah = read(&artifacthub)?;
@@ -146,7 +180,10 @@ fn run(cli: Cli) -> Result<bool> {
                 metadata_yml: &meta,
                 artifacthub_pkg_yml: Some(&ah),
                 questions_yml: questions.as_deref(),
-                manifests: manifests.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect(),
+                manifests: manifests
+                    .iter()
+                    .map(|(n, t)| (n.as_str(), t.as_str()))
+                    .collect(),
                 tag: tag.as_deref(),
             })?;
             for line in &all.ok {

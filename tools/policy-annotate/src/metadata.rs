@@ -177,7 +177,10 @@ impl Metadata {
             if rule.operations.is_empty() {
                 problems.push(format!("{at}.operations: must list at least one entry"));
             }
-            for (field, list) in [("apiGroups", &rule.api_groups), ("apiVersions", &rule.api_versions)] {
+            for (field, list) in [
+                ("apiGroups", &rule.api_groups),
+                ("apiVersions", &rule.api_versions),
+            ] {
                 if list.len() > 1 && list.iter().any(|s| s == "*") {
                     problems.push(format!(
                         "{at}.{field}: no other elements can be defined when '*' is used"
@@ -207,7 +210,11 @@ impl Metadata {
                 ));
             }
         }
-        if problems.is_empty() { Ok(()) } else { Err(problems) }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
     }
 }
 
@@ -234,10 +241,14 @@ fn check_resources(resources: &[String]) -> Result<(), String> {
             continue;
         };
         if wildcard_sub_of.contains(res) {
-            return Err(format!("if '{res}/*' is present, must not specify {resource}"));
+            return Err(format!(
+                "if '{res}/*' is present, must not specify {resource}"
+            ));
         }
         if wildcard_res_for.contains(sub) {
-            return Err(format!("if '*/{sub}' is present, must not specify {resource}"));
+            return Err(format!(
+                "if '*/{sub}' is present, must not specify {resource}"
+            ));
         }
         if sub == "*" {
             wildcard_sub_of.insert(res);
@@ -250,7 +261,9 @@ fn check_resources(resources: &[String]) -> Result<(), String> {
         return Err("if '*/*' is present, must not specify other resources".into());
     }
     if single_wildcard && plain_resource {
-        return Err("if '*' is present, must not specify other resources without subresources".into());
+        return Err(
+            "if '*' is present, must not specify other resources without subresources".into(),
+        );
     }
     Ok(())
 }
@@ -301,7 +314,10 @@ mod tests {
             (&["*/*", "a"], "if '*/*' is present"),
             (&[""], "empty resource"),
         ] {
-            let err = with_rules(vec![rule(bad)]).validate().unwrap_err().join("\n");
+            let err = with_rules(vec![rule(bad)])
+                .validate()
+                .unwrap_err()
+                .join("\n");
             assert!(err.contains(want), "{bad:?}: {err}");
         }
     }

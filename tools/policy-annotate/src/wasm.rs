@@ -121,7 +121,11 @@ pub struct AnnotateOptions {
 
 /// The metadata kwctl would embed: parsed, protocol version filled in, annotations added,
 /// validated.
-pub fn prepare_metadata(wasm: &[u8], metadata_yaml: &str, opts: &AnnotateOptions) -> Result<Metadata> {
+pub fn prepare_metadata(
+    wasm: &[u8],
+    metadata_yaml: &str,
+    opts: &AnnotateOptions,
+) -> Result<Metadata> {
     let mut metadata = Metadata::from_yaml(metadata_yaml).map_err(|e| anyhow!(e))?;
     let facts = module_facts(wasm)?;
     metadata.protocol_version = Some(protocol_version(&facts, metadata.execution_mode)?);
@@ -133,17 +137,17 @@ pub fn prepare_metadata(wasm: &[u8], metadata_yaml: &str, opts: &AnnotateOptions
         annotations.insert(ANNOTATION_USAGE.to_string(), usage.clone());
     }
     metadata.annotations = Some(annotations);
-    metadata.validate().map_err(|problems| {
-        anyhow!("the metadata is invalid:\n  {}", problems.join("\n  "))
-    })?;
+    metadata
+        .validate()
+        .map_err(|problems| anyhow!("the metadata is invalid:\n  {}", problems.join("\n  ")))?;
     Ok(metadata)
 }
 
 /// The annotated module's bytes.
 pub fn annotate(wasm: &[u8], metadata: &Metadata) -> Result<Vec<u8>> {
     let json = serde_json::to_vec(metadata)?;
-    let mut module =
-        walrus::Module::from_buffer(wasm).map_err(|e| anyhow!("cannot parse the WebAssembly module: {e}"))?;
+    let mut module = walrus::Module::from_buffer(wasm)
+        .map_err(|e| anyhow!("cannot parse the WebAssembly module: {e}"))?;
     let stale: Vec<_> = module
         .customs
         .iter()
@@ -185,8 +189,8 @@ pub fn metadata_sections(wasm: &[u8]) -> Result<Vec<Vec<u8>>> {
 pub fn read_metadata(wasm: &[u8]) -> Result<Option<Metadata>> {
     match metadata_sections(wasm)?.first() {
         None => Ok(None),
-        Some(bytes) => Ok(Some(
-            serde_json::from_slice(bytes).context("the io.kubewarden.metadata section is not valid metadata JSON")?,
-        )),
+        Some(bytes) => Ok(Some(serde_json::from_slice(bytes).context(
+            "the io.kubewarden.metadata section is not valid metadata JSON",
+        )?)),
     }
 }

@@ -3,8 +3,8 @@
 use policy_annotate::metadata::{METADATA_SECTION, Metadata, ProtocolVersion};
 use policy_annotate::wasm::{self, AnnotateOptions};
 use wasm_encoder::{
-    CodeSection, ConstExpr, DataSection, EntityType, ExportKind, ExportSection, Function, FunctionSection,
-    ImportSection, MemorySection, MemoryType, Module, TypeSection, ValType,
+    CodeSection, ConstExpr, DataSection, EntityType, ExportKind, ExportSection, Function,
+    FunctionSection, ImportSection, MemorySection, MemoryType, Module, TypeSection, ValType,
 };
 
 /// A module shaped like an SDK-built waPC policy: imports a host function, exports
@@ -12,7 +12,9 @@ use wasm_encoder::{
 fn module(exports: &[&str], data: &[u8], import: (&str, &str)) -> Vec<u8> {
     let mut m = Module::new();
     let mut types = TypeSection::new();
-    types.ty().function([ValType::I32, ValType::I32], [ValType::I32]);
+    types
+        .ty()
+        .function([ValType::I32, ValType::I32], [ValType::I32]);
     m.section(&types);
     let mut imports = ImportSection::new();
     imports.import(import.0, import.1, EntityType::Function(0));
@@ -21,7 +23,13 @@ fn module(exports: &[&str], data: &[u8], import: (&str, &str)) -> Vec<u8> {
     funcs.function(0);
     m.section(&funcs);
     let mut mem = MemorySection::new();
-    mem.memory(MemoryType { minimum: 1, maximum: None, memory64: false, shared: false, page_size_log2: None });
+    mem.memory(MemoryType {
+        minimum: 1,
+        maximum: None,
+        memory64: false,
+        shared: false,
+        page_size_log2: None,
+    });
     m.section(&mem);
     let mut ex = ExportSection::new();
     for name in exports {
@@ -41,7 +49,11 @@ fn module(exports: &[&str], data: &[u8], import: (&str, &str)) -> Vec<u8> {
 }
 
 fn policy_module() -> Vec<u8> {
-    module(&["__guest_call", "wapc_init"], b"validate\0validate_settings\0protocol_version\0", ("wapc", "__guest_response"))
+    module(
+        &["__guest_call", "wapc_init"],
+        b"validate\0validate_settings\0protocol_version\0",
+        ("wapc", "__guest_response"),
+    )
 }
 
 const METADATA: &str = r#"
@@ -82,7 +94,10 @@ fn annotating_twice_gives_identical_bytes() {
 #[test]
 fn the_section_round_trips_in_kwctls_json_layout() {
     let input = policy_module();
-    let opts = AnnotateOptions { usage: Some("use it".into()), kwctl_version: Some("1.35.0".into()) };
+    let opts = AnnotateOptions {
+        usage: Some("use it".into()),
+        kwctl_version: Some("1.35.0".into()),
+    };
     let expected = wasm::prepare_metadata(&input, METADATA, &opts).unwrap();
     let out = wasm::annotate(&input, &expected).unwrap();
     let sections = wasm::metadata_sections(&out).unwrap();
@@ -126,7 +141,11 @@ fn without_kwctl_version_the_module_does_not_claim_kwctl() {
 
 #[test]
 fn javy_host_import_is_renamed_as_kwctl_does() {
-    let input = module(&["__guest_call"], b"protocol_version", ("kubewarden:javy/host", "call"));
+    let input = module(
+        &["__guest_call"],
+        b"protocol_version",
+        ("kubewarden:javy/host", "call"),
+    );
     let out = annotate(&input, METADATA, &AnnotateOptions::default()).unwrap();
     let mut imports = vec![];
     for payload in wasmparser::Parser::new(0).parse_all(&out) {
@@ -141,7 +160,10 @@ fn javy_host_import_is_renamed_as_kwctl_does() {
 }
 
 fn refusal(wasm_in: &[u8], yaml: &str) -> String {
-    format!("{:#}", annotate(wasm_in, yaml, &AnnotateOptions::default()).unwrap_err())
+    format!(
+        "{:#}",
+        annotate(wasm_in, yaml, &AnnotateOptions::default()).unwrap_err()
+    )
 }
 
 #[test]
@@ -151,43 +173,105 @@ fn bad_metadata_is_refused_with_a_clear_message() {
     let cases: &[(String, &str)] = &[
         (base.to_string(), "missing field `mutating`"),
         ("mutating: false\n".to_string(), "missing field `rules`"),
-        (base.replace("[CREATE]", "[CREATE, PATCH]") + "mutating: false\n", "unknown variant `PATCH`"),
-        (base.replace("[CREATE]", "[\"*\", CREATE]") + "mutating: false\n", "rules[0].operations: no other elements can be defined when '*' is used"),
-        (base.replace("[\"*\"]", "[\"*\", tenants]") + "mutating: false\n", "rules[0].resources: if '*' is present, must not specify other resources without subresources"),
-        (base.replace("[v1alpha1]", "[]") + "mutating: false\n", "rules[0].apiVersions: must list at least one entry"),
-        (base.to_string() + "mutating: false\ncontextAwareResources:\n- apiVersion: v1\n  kind: \"\"\n", "kind must not be empty"),
-        (base.to_string() + "mutating: false\nexecutionMode: kubewarden\n", "unknown variant `kubewarden`"),
-        (base.to_string() + "mutating: false\nexecutionMode: opa\n", "The policy has not been created using Rego"),
-        (base.to_string() + "mutating: no thanks\n", "mutating: invalid type"),
+        (
+            base.replace("[CREATE]", "[CREATE, PATCH]") + "mutating: false\n",
+            "unknown variant `PATCH`",
+        ),
+        (
+            base.replace("[CREATE]", "[\"*\", CREATE]") + "mutating: false\n",
+            "rules[0].operations: no other elements can be defined when '*' is used",
+        ),
+        (
+            base.replace("[\"*\"]", "[\"*\", tenants]") + "mutating: false\n",
+            "rules[0].resources: if '*' is present, must not specify other resources without subresources",
+        ),
+        (
+            base.replace("[v1alpha1]", "[]") + "mutating: false\n",
+            "rules[0].apiVersions: must list at least one entry",
+        ),
+        (
+            base.to_string()
+                + "mutating: false\ncontextAwareResources:\n- apiVersion: v1\n  kind: \"\"\n",
+            "kind must not be empty",
+        ),
+        (
+            base.to_string() + "mutating: false\nexecutionMode: kubewarden\n",
+            "unknown variant `kubewarden`",
+        ),
+        (
+            base.to_string() + "mutating: false\nexecutionMode: opa\n",
+            "The policy has not been created using Rego",
+        ),
+        (
+            base.to_string() + "mutating: no thanks\n",
+            "mutating: invalid type",
+        ),
     ];
     for (yaml, want) in cases {
         let err = refusal(&input, yaml);
-        assert!(err.contains(want), "for\n{yaml}\nexpected {want:?} in {err:?}");
+        assert!(
+            err.contains(want),
+            "for\n{yaml}\nexpected {want:?} in {err:?}"
+        );
     }
 }
 
 #[test]
 fn a_module_that_is_no_kubewarden_wapc_policy_is_refused() {
     let meta = "rules: []\nmutating: false\n";
-    let no_guest = module(&["wapc_init"], b"protocol_version", ("wapc", "__guest_response"));
+    let no_guest = module(
+        &["wapc_init"],
+        b"protocol_version",
+        ("wapc", "__guest_response"),
+    );
     assert!(refusal(&no_guest, meta).contains("does not export `__guest_call`"));
-    let no_protocol = module(&["__guest_call"], b"validate\0", ("wapc", "__guest_response"));
-    assert!(refusal(&no_protocol, meta).contains("does not register a `protocol_version` waPC function"));
-    let rego = module(&["__guest_call", "opa_eval"], b"protocol_version", ("env", "opa_abort"));
+    let no_protocol = module(
+        &["__guest_call"],
+        b"validate\0",
+        ("wapc", "__guest_response"),
+    );
+    assert!(
+        refusal(&no_protocol, meta)
+            .contains("does not register a `protocol_version` waPC function")
+    );
+    let rego = module(
+        &["__guest_call", "opa_eval"],
+        b"protocol_version",
+        ("env", "opa_abort"),
+    );
     assert!(refusal(&rego, meta).contains("This policy has been created using Rego"));
-    assert!(refusal(b"\0asm\x01\0\0\0garbage", meta).contains("cannot parse the WebAssembly module"));
+    assert!(
+        refusal(b"\0asm\x01\0\0\0garbage", meta).contains("cannot parse the WebAssembly module")
+    );
     // The same module declared as WASI is fine, with protocol Unknown as kwctl records it.
-    let m = wasm::prepare_metadata(&no_guest, "rules: []\nmutating: false\nexecutionMode: wasi\n", &AnnotateOptions::default()).unwrap();
+    let m = wasm::prepare_metadata(
+        &no_guest,
+        "rules: []\nmutating: false\nexecutionMode: wasi\n",
+        &AnnotateOptions::default(),
+    )
+    .unwrap();
     assert_eq!(m.protocol_version, Some(ProtocolVersion::Unknown));
 }
 
 #[test]
 fn the_repository_metadata_is_valid() {
-    let yaml = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../metadata.yml")).unwrap();
+    let yaml = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../metadata.yml"))
+        .unwrap();
     let m = wasm::prepare_metadata(&policy_module(), &yaml, &AnnotateOptions::default()).unwrap();
     assert_eq!(m.rules.len(), 1);
     assert!(!m.mutating && m.background_audit);
-    let kinds: Vec<&str> = m.context_aware_resources.iter().map(|r| r.kind.as_str()).collect();
-    assert_eq!(kinds, ["ApplicationDefinition", "HelmRelease", "VirtualMachineClusterInstancetype"]);
+    let kinds: Vec<&str> = m
+        .context_aware_resources
+        .iter()
+        .map(|r| r.kind.as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "ApplicationDefinition",
+            "HelmRelease",
+            "VirtualMachineClusterInstancetype"
+        ]
+    );
     let _: Metadata = m;
 }
