@@ -85,6 +85,7 @@ run-example: annotated-policy.wasm
 	@if [ "$(EXAMPLE_RUNNER)" = "$(REPLAY_RUNNER)" ]; then $(MAKE) --no-print-directory replay-runner; fi
 	$(EXAMPLE_RUNNER) run \
 		--request-path $(EXAMPLE_DIR)/request.json \
+		$(if $(wildcard $(EXAMPLE_DIR)/settings.json),--settings-path $(EXAMPLE_DIR)/settings.json) \
 		--cluster-state $(EXAMPLE_DIR)/cluster.yaml \
 		--allow-context-aware \
 		annotated-policy.wasm
