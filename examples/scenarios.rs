@@ -614,6 +614,18 @@ fn bounding_pool() -> Vec<Value> {
     ]
 }
 
+/// tenant-a (10 cpu, 16Gi): its child x declares 4 cpu and 8Gi, and x's VM holds 8Gi of it;
+/// a VM in tenant-a holds the other 8Gi.
+fn in_use_pool() -> Vec<Value> {
+    vec![
+        root(),
+        tenant("tenant-root", "a", json!({"cpu": "10", "memory": "16Gi"})),
+        tenant("tenant-a", "x", json!({"cpu": "4", "memory": "8Gi"})),
+        vm("tenant-a-x", "vm", json!({"instanceType": "u1.large"})),
+        vm("tenant-a", "p", json!({"instanceType": "u1.large"})),
+    ]
+}
+
 // ---- the scenarios ---------------------------------------------------------------------
 
 // A table, one scenario per paragraph: kept in this layout rather than rustfmt's.
@@ -886,6 +898,14 @@ fn scenarios() -> Vec<Scenario> {
             "While b is unbounded its Postgres counts in tenant-a's pool: a new child declaring 16Gi does not fit.",
             create("Tenant", "tenant-a", "c", tenant_spec(json!({"memory": "16Gi"}))))
             .stored(bounding_pool()),
+        Scenario::new("56-tenant-child-lowers-below-use", Rejected,
+            "x lowering its memory from 8Gi to 4Gi while its VM holds 8Gi would hand tenant-a back budget still in use.",
+            update("Tenant", "tenant-a", "x", tenant_spec(json!({"cpu": "4", "memory": "8Gi"})), tenant_spec(json!({"cpu": "4", "memory": "4Gi"}))))
+            .stored(in_use_pool()).types(&["u1.large"]),
+        Scenario::new("57-tenant-child-drops-key-in-use", Rejected,
+            "x dropping its memory key while its VM holds 8Gi hands the same budget back (known policy bug: accepted).",
+            update("Tenant", "tenant-a", "x", tenant_spec(json!({"cpu": "4", "memory": "8Gi"})), tenant_spec(json!({"cpu": "4"}))))
+            .stored(in_use_pool()).types(&["u1.large"]),
     ]
 }
 
