@@ -1047,11 +1047,19 @@ fn main() -> ExitCode {
     let mut off = Vec::new();
     let result = (|| -> std::io::Result<()> {
         fs::create_dir_all(&out)?;
-        // Scenario directories no longer generated are removed.
+        // Scenario directories no longer generated are removed: only those that look like
+        // one (`NN-name/` holding a request.json), whatever directory was passed.
         for entry in fs::read_dir(&out)? {
             let entry = entry?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            if entry.file_type()?.is_dir() && !names.contains(name.as_str()) {
+            let numbered = name.len() > 3
+                && name.as_bytes()[..2].iter().all(u8::is_ascii_digit)
+                && name.as_bytes()[2] == b'-';
+            if entry.file_type()?.is_dir()
+                && numbered
+                && entry.path().join("request.json").is_file()
+                && !names.contains(name.as_str())
+            {
                 fs::remove_dir_all(entry.path())?;
             }
         }
