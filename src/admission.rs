@@ -12,7 +12,7 @@ use crate::cluster::{self, Application, Kubernetes, Query};
 use crate::decision::{self, PoolState, Usage};
 use crate::definition::{ApplicationDefinition, Governing};
 use crate::evaluate::{self, EvalError, InstanceTypeSize, InstanceTypes, Sizing, describe};
-use crate::pool::{Budget, Pool, Tenancy, Tenant, owned_namespace};
+use crate::pool::{Budget, Tenancy, Tenant, owned_namespace};
 use crate::presets::Presets;
 use crate::quantity::Quantity;
 use crate::resources::Resources;
@@ -197,6 +197,7 @@ pub struct Context<'k> {
     definitions: OnceCell<Result<HashMap<String, Vec<ApplicationDefinition>>, String>>,
     instance_types: OnceCell<Result<InstanceTypeTable, String>>,
     governing: RefCell<HashMap<String, Result<Rc<Governing>, String>>>,
+    charges: RefCell<HashMap<usize, Result<Option<Resources>, String>>>,
 }
 
 impl<'k> Context<'k> {
@@ -209,6 +210,7 @@ impl<'k> Context<'k> {
             definitions: OnceCell::new(),
             instance_types: OnceCell::new(),
             governing: RefCell::new(HashMap::new()),
+            charges: RefCell::new(HashMap::new()),
         })
     }
 
@@ -318,35 +320,67 @@ impl<'k> Context<'k> {
             .map_err(|e: EvalError| e.to_string())
     }
 
-    /// Sums what the applications in `pool`'s member namespaces reserve, except `skip` ones;
-    /// those that cannot be evaluated are returned by label with the reason.
+    /// What one stored application reserves (evaluated once per request).
+    fn stored_charge(&self, index: usize, app: &Application) -> Result<Option<Resources>, String> {
+        if let Some(known) = self.charges.borrow().get(&index) {
+            return known.clone();
+        }
+        let charge = self.governing(&app.kind).and_then(|g| {
+            let values: Value = match &app.values {
+                Some(raw) => serde_json::from_str(raw.get())
+                    .map_err(|e| format!("spec.values is not valid JSON: {e}"))?,
+                None => Value::Null,
+            };
+            self.charge(&g, &app.kind, &values)
+        });
+        self.charges.borrow_mut().insert(index, charge.clone());
+        charge
+    }
+
+    /// Sums, for each `(key, pool root)`, what the applications whose namespace belongs to that
+    /// root's pool for that key reserve, except `skip` ones. Those that cannot be evaluated are
+    /// returned by label with the reason.
     pub fn usage(
         &self,
-        pool: &Pool<'_>,
+        tenancy: &Tenancy,
+        pools: &[(String, String)],
         skip: impl Fn(&Application) -> bool,
     ) -> Result<(Usage, Vec<String>), String> {
         let mut usage = Usage::default();
         let mut problems = Vec::new();
-        for app in self.applications()? {
+        let mut membership: HashMap<&str, Vec<bool>> = HashMap::new();
+        for (index, app) in self.applications()?.iter().enumerate() {
             if app.kind == TENANT_KIND
                 || self.settings.exempt_kinds.contains(&app.kind)
-                || !pool.is_member(&app.namespace)
                 || skip(app)
             {
                 continue;
             }
-            let charge = self.governing(&app.kind).and_then(|g| {
-                let values: Value = match &app.values {
-                    Some(raw) => serde_json::from_str(raw.get())
-                        .map_err(|e| format!("spec.values is not valid JSON: {e}"))?,
-                    None => Value::Object(Map::new()),
-                };
-                self.charge(&g, &app.kind, &values)
+            let member = membership.entry(app.namespace.as_str()).or_insert_with(|| {
+                pools
+                    .iter()
+                    .map(|(key, root)| {
+                        tenancy
+                            .root_for(&app.namespace, key)
+                            .is_some_and(|r| &r.owns == root)
+                    })
+                    .collect()
             });
-            match charge {
-                Ok(Some(r)) => usage
-                    .add(&r)
-                    .map_err(|_| format!("the reservations of pool {} overflow", pool.name()))?,
+            if !member.iter().any(|m| *m) {
+                continue;
+            }
+            match self.stored_charge(index, app) {
+                Ok(Some(charge)) => {
+                    let counted: Resources = pools
+                        .iter()
+                        .zip(member.iter())
+                        .filter(|(_, m)| **m)
+                        .map(|((key, _), _)| (key.clone(), charge.get(key)))
+                        .collect();
+                    usage
+                        .add(&counted)
+                        .map_err(|_| "the reservations of the pool overflow".to_string())?;
+                }
                 Ok(None) => {}
                 Err(e) => problems.push(format!("{}: {e}", app.label())),
             }
@@ -474,13 +508,13 @@ fn review_application(subject: &Subject<'_>, context: &Context<'_>) -> Verdict {
         Ok(t) => t,
         Err(e) => return Verdict::reject(format!("{label}: {e}"), warnings),
     };
-    let Some(pool) = tenancy.pool(subject.namespace) else {
-        return Verdict::accept(warnings);
-    };
-    if context.settings.exempt_kinds.contains(subject.kind) {
+    if tenancy.pool_root(subject.namespace).is_none()
+        || context.settings.exempt_kinds.contains(subject.kind)
+    {
         return Verdict::accept(warnings);
     }
-    let charges = context.governing(subject.kind).and_then(|g| {
+    let governing = context.governing(subject.kind);
+    let charges = governing.and_then(|g| {
         let new = context.charge(&g, subject.kind, subject.values)?;
         let old = subject
             .old_values
@@ -497,52 +531,82 @@ fn review_application(subject: &Subject<'_>, context: &Context<'_>) -> Verdict {
         Some(Ok(Some(old))) => Some(old),
         Some(Err(e)) => {
             // Charged as if it were new: the safe reading of an unknown previous size.
-            warnings.push(format!("{label}: the previous version cannot be evaluated ({e}); the whole new reservation is checked"));
+            warnings.push(format!(
+                "{label}: the previous version cannot be evaluated ({e}); the whole new reservation is checked"
+            ));
             Some(Resources::new())
         }
     };
-    let budget = match &pool.root.quota {
-        Ok(b) => b,
-        Err(e) => {
-            return Verdict::reject(
-                format!(
-                    "{label}: the budget of pool {} cannot be read: {e}",
-                    pool.name()
-                ),
-                warnings,
-            );
+    // Each growing key is checked in its own pool: the nearest tenant that bounds it.
+    let mut by_root: BTreeMap<String, Vec<(String, Quantity)>> = BTreeMap::new();
+    for (key, q) in new.iter() {
+        let before = old.as_ref().map_or(Quantity::ZERO, |o| o.get(key));
+        if q <= before {
+            continue;
         }
-    };
-    if decision::growth(budget, &new, old.as_ref()).is_empty() {
+        let Some(root) = tenancy.root_for(subject.namespace, key) else {
+            continue;
+        };
+        let budget = match &root.quota {
+            Ok(b) => b.get(key).unwrap_or(Quantity::ZERO),
+            Err(e) => {
+                return Verdict::reject(
+                    format!(
+                        "{label}: the budget of pool {} cannot be read: {e}",
+                        root.owns
+                    ),
+                    warnings,
+                );
+            }
+        };
+        by_root
+            .entry(root.owns.clone())
+            .or_default()
+            .push((key.to_string(), budget));
+    }
+    if by_root.is_empty() {
         return Verdict::accept(warnings);
     }
+    let pools: Vec<(String, String)> = by_root
+        .iter()
+        .flat_map(|(root, keys)| keys.iter().map(move |(k, _)| (k.clone(), root.clone())))
+        .collect();
     let mut problems = Vec::new();
-    let carved = match pool.carved(budget, None, &mut problems) {
-        Ok(c) => c,
-        Err(_) => {
-            return Verdict::reject(
-                format!("{label}: the carve-outs of pool {} overflow", pool.name()),
-                warnings,
-            );
-        }
-    };
-    let (usage, more) = match context.usage(&pool, |app| subject.is(app)) {
+    let (usage, more) = match context.usage(&tenancy, &pools, |app| subject.is(app)) {
         Ok(u) => u,
         Err(e) => return Verdict::reject(format!("{label}: {e}"), warnings),
     };
+    let mut violations = Vec::new();
+    for (root, keys) in &by_root {
+        let budget: Budget = keys.iter().cloned().collect();
+        let carved = match tenancy.carved(root, &budget, None, &mut problems) {
+            Ok(c) => c,
+            Err(_) => {
+                return Verdict::reject(
+                    format!("{label}: the carve-outs of pool {root} overflow"),
+                    warnings,
+                );
+            }
+        };
+        let state = PoolState {
+            name: root,
+            budget: &budget,
+            carved: &carved,
+            usage: &usage,
+        };
+        violations.extend(decision::violations(&state, &new, old.as_ref()));
+    }
     problems.extend(more);
-    if let Err(e) = context.sibling_problems(&label, pool.name(), problems, &mut warnings) {
+    let pool_names: Vec<&str> = by_root.keys().map(String::as_str).collect();
+    if let Err(e) =
+        context.sibling_problems(&label, &pool_names.join(", "), problems, &mut warnings)
+    {
         return Verdict::reject(e, warnings);
     }
-    let state = PoolState {
-        name: pool.name(),
-        budget,
-        carved: &carved,
-        usage: &usage,
-    };
-    match decision::decide(&label, &state, &new, old.as_ref()) {
-        Ok(()) => Verdict::accept(warnings),
-        Err(e) => Verdict::reject(e, warnings),
+    if violations.is_empty() {
+        Verdict::accept(warnings)
+    } else {
+        Verdict::reject(format!("{label}: {}", violations.join("; ")), warnings)
     }
 }
 

@@ -1134,3 +1134,97 @@ fn a_child_cannot_declare_less_than_its_subtree_holds() {
     );
     assert!(v.allowed, "memory unchanged, storage unbounded by a: {v:?}");
 }
+
+#[test]
+fn a_bounded_child_stays_in_its_parents_pool_for_the_keys_it_does_not_bound() {
+    // y bounds cpu only: for memory, tenant-a-y is still a member of tenant-a's pool.
+    let k8s = cluster(vec![
+        tenant("tenant-root", "a", json!({"memory": "16Gi"})),
+        tenant("tenant-a", "y", json!({"cpu": "64"})),
+        application(
+            "VMInstance",
+            "tenant-a",
+            "vm",
+            json!({"instanceType": "u1.large"}),
+        ), // 8Gi
+    ]);
+    let v = create(
+        &k8s,
+        "VMInstance",
+        "tenant-a-y",
+        "big",
+        json!({"instanceType": "u1.xlarge"}),
+    );
+    assert_eq!(
+        message(&v),
+        "VMInstance tenant-a-y/big: memory 16Gi exceeds pool tenant-a: budget 16Gi, reserved 8Gi by 1 application, available 8Gi"
+    );
+    let v = create(
+        &k8s,
+        "VMInstance",
+        "tenant-a",
+        "more",
+        json!({"instanceType": "u1.large"}),
+    );
+    assert!(v.allowed, "8Gi + 8Gi fits: {v:?}");
+}
+
+#[test]
+fn a_child_dropping_a_key_brings_what_it_holds_back_into_the_parent_pool() {
+    // x declares 8Gi and holds 8Gi; dropping memory returns the 8Gi to a's pool for memory,
+    // so a's next 16Gi VM no longer fits.
+    let objects = |x_quota: Value| {
+        vec![
+            tenant("tenant-root", "a", json!({"cpu": "10", "memory": "16Gi"})),
+            tenant("tenant-a", "x", x_quota),
+            application(
+                "VMInstance",
+                "tenant-a-x",
+                "vm",
+                json!({"instanceType": "u1.large"}),
+            ), // 2, 8Gi
+        ]
+    };
+    let k8s = cluster(objects(json!({"cpu": "4", "memory": "8Gi"})));
+    let v = tenant_write(
+        &k8s,
+        "tenant-a",
+        "x",
+        json!({"cpu": "4"}),
+        Some(json!({"cpu": "4", "memory": "8Gi"})),
+    );
+    assert!(v.allowed, "the pool's load does not change: {v:?}");
+    let k8s = cluster(objects(json!({"cpu": "4"})));
+    let v = create(
+        &k8s,
+        "VMInstance",
+        "tenant-a",
+        "more",
+        json!({"instanceType": "u1.xlarge"}),
+    );
+    assert_eq!(
+        message(&v),
+        "VMInstance tenant-a/more: memory 16Gi exceeds pool tenant-a: budget 16Gi, reserved 8Gi by 1 application, available 8Gi"
+    );
+    // An overcommitted child (declares 4Gi, holds 8Gi) dropping memory grows a's load.
+    let mut crowded = objects(json!({"cpu": "4", "memory": "4Gi"}));
+    crowded.push(application(
+        "VMInstance",
+        "tenant-a",
+        "vm",
+        json!({"instanceType": "u1.xlarge"}),
+    )); // 16Gi
+    let k8s = cluster(crowded);
+    let v = tenant_write(
+        &k8s,
+        "tenant-a",
+        "x",
+        json!({"cpu": "4"}),
+        Some(json!({"cpu": "4", "memory": "4Gi"})),
+    );
+    assert_eq!(
+        message(&v),
+        "Tenant tenant-a/x: memory is no longer declared: what its namespaces hold returns to the pool, which exceeds pool tenant-a: \
+         budget 16Gi, reserved 24Gi by 2 applications, available 0 (over budget by 8Gi)"
+    );
+}

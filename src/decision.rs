@@ -60,6 +60,16 @@ pub fn decide(
     new: &Resources,
     old: Option<&Resources>,
 ) -> Result<(), String> {
+    let violations = violations(state, new, old);
+    if violations.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{subject}: {}", violations.join("; ")))
+    }
+}
+
+/// Every key on which the write overflows the pool, explained.
+pub fn violations(state: &PoolState<'_>, new: &Resources, old: Option<&Resources>) -> Vec<String> {
     let mut violations = Vec::new();
     for (key, delta) in growth(state.budget, new, old) {
         let key = key.as_str();
@@ -91,48 +101,53 @@ pub fn decide(
                 show(key, wanted)
             ),
         };
-        let mut figures = vec![format!("budget {}", show(key, budget))];
-        if !carved.is_zero() {
-            let n = state.carved.by.get(key).copied().unwrap_or(0);
-            figures.push(format!(
-                "{} carved out by {n} sub-tenant{}",
-                show(key, carved),
-                plural(n)
-            ));
-        }
+        let carved_by = state.carved.by.get(key).copied().unwrap_or(0);
         let holders = state.usage.holders.get(key).copied().unwrap_or(0);
-        figures.push(format!(
-            "reserved {} by {holders} application{}",
-            show(key, reserved),
-            plural(holders)
-        ));
-        let available = budget
-            .checked_sub(carved)
-            .and_then(|l| l.checked_sub(reserved))
-            .unwrap_or(Quantity::ZERO);
-        if available.nanos() < 0 {
-            let over = available.nanos().checked_neg().map_or_else(
-                || "more than can be shown".to_string(),
-                |n| show(key, Quantity::from_nanos(n)),
-            );
-            figures.push(format!("available 0 (over budget by {over})"));
-        } else {
-            figures.push(format!("available {}", show(key, available)));
-        }
-        violations.push(format!(
-            "{what} exceeds pool {}: {}",
-            state.name,
-            figures.join(", ")
-        ));
+        let figures = figures(key, budget, (carved, carved_by), (reserved, holders));
+        violations.push(format!("{what} exceeds pool {}: {figures}", state.name));
     }
-    if violations.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("{subject}: {}", violations.join("; ")))
-    }
+    violations
 }
 
-fn plural(n: usize) -> &'static str {
+/// `budget B, C carved out by n sub-tenants, reserved R by m applications, available A`.
+pub fn figures(
+    key: &str,
+    budget: Quantity,
+    carved: (Quantity, usize),
+    reserved: (Quantity, usize),
+) -> String {
+    let (carved, carved_by) = carved;
+    let (reserved, holders) = reserved;
+    let mut figures = vec![format!("budget {}", show(key, budget))];
+    if !carved.is_zero() {
+        figures.push(format!(
+            "{} carved out by {carved_by} sub-tenant{}",
+            show(key, carved),
+            plural(carved_by)
+        ));
+    }
+    figures.push(format!(
+        "reserved {} by {holders} application{}",
+        show(key, reserved),
+        plural(holders)
+    ));
+    let available = budget
+        .checked_sub(carved)
+        .and_then(|l| l.checked_sub(reserved))
+        .unwrap_or(Quantity::ZERO);
+    if available.nanos() < 0 {
+        let over = available.nanos().checked_neg().map_or_else(
+            || "more than can be shown".to_string(),
+            |n| show(key, Quantity::from_nanos(n)),
+        );
+        figures.push(format!("available 0 (over budget by {over})"));
+    } else {
+        figures.push(format!("available {}", show(key, available)));
+    }
+    figures.join(", ")
+}
+
+pub fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 

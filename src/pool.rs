@@ -68,6 +68,12 @@ impl Budget {
     }
 }
 
+impl FromIterator<(String, Quantity)> for Budget {
+    fn from_iter<I: IntoIterator<Item = (String, Quantity)>>(iter: I) -> Self {
+        Budget(iter.into_iter().collect())
+    }
+}
+
 /// One Tenant application, as the tree needs it.
 #[derive(Clone, Debug)]
 pub struct Tenant {
@@ -83,6 +89,15 @@ pub struct Tenant {
 }
 
 impl Tenant {
+    /// Whether this tenant bounds `key`. An unreadable quota bounds every key: whoever
+    /// depends on it must fail closed.
+    pub fn bounds(&self, key: &str) -> bool {
+        match &self.quota {
+            Ok(budget) => budget.get(key).is_some(),
+            Err(_) => self.bounded,
+        }
+    }
+
     pub fn label(&self) -> String {
         format!("Tenant {}/{}", self.namespace, self.name)
     }
@@ -161,92 +176,80 @@ impl Tenancy {
         false
     }
 
-    pub fn pool(&self, namespace: &str) -> Option<Pool<'_>> {
-        let root = self.pool_root(namespace)?;
-        let tenant = self.owner(root)?;
-        let mut members = Vec::new();
-        let mut carve_outs = Vec::new();
+    /// The pool root for `key` of `namespace`: the nearest tenant at or above it that bounds
+    /// `key`. Pools are per key, so a sub-tenant that bounds only `cpu` stays a member of its
+    /// parent's pool for `memory`: no key escapes the budget above it.
+    pub fn root_for<'a>(&'a self, namespace: &'a str, key: &str) -> Option<&'a Tenant> {
+        let mut current = namespace;
+        for _ in 0..=self.tenants.len() {
+            let owner = self.owner(current)?;
+            if owner.bounds(key) {
+                return Some(owner);
+            }
+            current = self.parent(current)?;
+        }
+        None
+    }
+
+    /// What the sub-tenants carved out of `root`'s pool for `key` declare, and how many they
+    /// are, skipping `except`; a carve-out whose quota is unreadable is reported, not counted.
+    pub fn carved_for(
+        &self,
+        root: &str,
+        key: &str,
+        except: Option<&str>,
+        unreadable: &mut Vec<String>,
+    ) -> Result<(Quantity, usize), Overflow> {
+        let mut total = Quantity::ZERO;
+        let mut count = 0;
         for t in &self.tenants {
-            if t.bounded && t.owns != root {
-                if self.parent(&t.owns).and_then(|p| self.pool_root(p)) == Some(root) {
-                    carve_outs.push(t);
+            if t.owns == root || Some(t.owns.as_str()) == except || !t.bounds(key) {
+                continue;
+            }
+            let Some(parent) = self.parent(&t.owns) else {
+                continue;
+            };
+            if self.root_for(parent, key).map(|r| r.owns.as_str()) != Some(root) {
+                continue;
+            }
+            match &t.quota {
+                Ok(q) => {
+                    total = total
+                        .checked_add(q.get(key).unwrap_or(Quantity::ZERO))
+                        .ok_or(Overflow)?;
+                    count += 1;
                 }
-            } else if self.pool_root(&t.owns) == Some(root) {
-                members.push(t.owns.clone());
+                Err(e) => unreadable.push(e.clone()),
             }
         }
-        members.sort();
-        members.dedup();
-        Some(Pool {
-            root: tenant,
-            members,
-            carve_outs,
-        })
-    }
-}
-
-/// A quota pool: its bounded root, member namespaces, and the sub-tenants carved from it.
-#[derive(Debug)]
-pub struct Pool<'a> {
-    pub root: &'a Tenant,
-    pub members: Vec<String>,
-    pub carve_outs: Vec<&'a Tenant>,
-}
-
-/// What the carve-outs of a pool take, per key the pool bounds.
-#[derive(Debug, Default, Clone)]
-pub struct Carved {
-    pub total: BTreeMap<String, Quantity>,
-    pub by: BTreeMap<String, usize>,
-}
-
-impl Pool<'_> {
-    /// A pool is named by its root's namespace.
-    #[allow(clippy::misnamed_getters)]
-    pub fn name(&self) -> &str {
-        &self.root.owns
+        Ok((total, count))
     }
 
-    pub fn is_member(&self, namespace: &str) -> bool {
-        self.members
-            .binary_search_by(|m| m.as_str().cmp(namespace))
-            .is_ok()
-    }
-
-    /// Sums the carve-outs over the keys `budget` bounds, skipping `except` (a tenant being
-    /// rewritten) and reporting, rather than counting, a carve-out whose quota is unreadable.
+    /// The carve-outs of `root`'s pool over every key its budget bounds.
     pub fn carved(
         &self,
+        root: &str,
         budget: &Budget,
         except: Option<&str>,
         unreadable: &mut Vec<String>,
     ) -> Result<Carved, Overflow> {
         let mut carved = Carved::default();
-        for t in &self.carve_outs {
-            if Some(t.owns.as_str()) == except {
-                continue;
-            }
-            let quota = match &t.quota {
-                Ok(q) => q,
-                Err(e) => {
-                    unreadable.push(e.clone());
-                    continue;
-                }
-            };
-            for (key, q) in quota.iter() {
-                if budget.get(key).is_none() {
-                    continue;
-                }
-                let total = carved
-                    .total
-                    .entry(key.to_string())
-                    .or_insert(Quantity::ZERO);
-                *total = total.checked_add(q).ok_or(Overflow)?;
-                *carved.by.entry(key.to_string()).or_insert(0) += 1;
+        for key in budget.keys() {
+            let (total, count) = self.carved_for(root, key, except, unreadable)?;
+            if count > 0 {
+                carved.total.insert(key.to_string(), total);
+                carved.by.insert(key.to_string(), count);
             }
         }
         Ok(carved)
     }
+}
+
+/// What the carve-outs of a pool take, per key.
+#[derive(Debug, Default, Clone)]
+pub struct Carved {
+    pub total: BTreeMap<String, Quantity>,
+    pub by: BTreeMap<String, usize>,
 }
 
 /// Keys where a pool's carve-outs exceed its budget: `(key, budget, carved)`.
@@ -352,22 +355,31 @@ mod tests {
     }
 
     #[test]
-    fn members_exclude_bounded_sub_tenants_which_are_carved_out() {
+    fn pools_are_per_key_and_carve_outs_leave_them() {
         let t = tree();
-        let pool = t.pool("tenant-a-b").unwrap();
-        assert_eq!(pool.name(), "tenant-a");
-        assert_eq!(pool.members, ["tenant-a", "tenant-a-b"]);
-        let carved: Vec<_> = pool.carve_outs.iter().map(|t| t.owns.as_str()).collect();
-        assert_eq!(carved, ["tenant-a-b-c", "tenant-a-d"]);
-        let budget = pool.root.quota.clone().unwrap();
-        let c = pool.carved(&budget, None, &mut Vec::new()).unwrap();
+        let root = |ns: &'static str, key: &str| t.root_for(ns, key).map(|r| r.owns.clone());
+        assert_eq!(root("tenant-a-b", "memory").as_deref(), Some("tenant-a"));
+        assert_eq!(
+            root("tenant-a-b-c", "memory").as_deref(),
+            Some("tenant-a-b-c")
+        );
+        assert_eq!(
+            root("tenant-a-b-c", "cpu").as_deref(),
+            Some("tenant-a"),
+            "c bounds no cpu: a's pool for cpu"
+        );
+        assert_eq!(root("tenant-e", "cpu"), None);
+        let mut problems = Vec::new();
+        let budget = t.owner("tenant-a").unwrap().quota.clone().unwrap();
+        let c = t.carved("tenant-a", &budget, None, &mut problems).unwrap();
         assert_eq!(c.total["memory"], q("8Gi"), "4Gi + min(4Gi, 6Gi)");
         assert_eq!(c.by["memory"], 2);
         assert!(!c.total.contains_key("cpu"), "no sub-tenant declares cpu");
-        let c = pool
-            .carved(&budget, Some("tenant-a-d"), &mut Vec::new())
+        let c = t
+            .carved("tenant-a", &budget, Some("tenant-a-d"), &mut problems)
             .unwrap();
         assert_eq!(c.total["memory"], q("4Gi"));
+        assert!(problems.is_empty());
     }
 
     #[test]
@@ -377,23 +389,41 @@ mod tests {
             tenant("x", "tenant-a", &[("memory", "3Gi")]),
             tenant("y", "tenant-a", &[("memory", "2Gi")]),
         ]);
-        let pool = t.pool("tenant-a").unwrap();
-        let budget = pool.root.quota.clone().unwrap();
-        let carved = pool.carved(&budget, None, &mut Vec::new()).unwrap();
+        let budget = t.owner("tenant-a").unwrap().quota.clone().unwrap();
+        let carved = t
+            .carved("tenant-a", &budget, None, &mut Vec::new())
+            .unwrap();
         let over = overcommitted(&budget, &carved);
         assert_eq!(
-            show_overcommit(pool.name(), &over),
+            show_overcommit("tenant-a", &over),
             "pool tenant-a is overcommitted (memory: sub-tenants declare 5Gi of a budget of 4Gi)"
         );
     }
 
     #[test]
+    fn an_unreadable_quota_bounds_every_key() {
+        let mut broken = tenant("b", "tenant-a", &[("memory", "1Gi")]);
+        broken.quota =
+            Err("Tenant tenant-a/b: spec.resourceQuotas.cpu: \"x\" is not a valid quantity".into());
+        let t = Tenancy::new(vec![tenant("a", "tenant-root", &[("cpu", "4")]), broken]);
+        assert_eq!(t.root_for("tenant-a-b", "cpu").unwrap().owns, "tenant-a-b");
+        let mut problems = Vec::new();
+        let budget = t.owner("tenant-a").unwrap().quota.clone().unwrap();
+        t.carved("tenant-a", &budget, None, &mut problems).unwrap();
+        assert_eq!(problems.len(), 1, "reported, not counted");
+    }
+
+    #[test]
     fn a_zero_quota_still_bounds() {
         let t = Tenancy::new(vec![tenant("z", "tenant-root", &[("cpu", "0")])]);
-        let pool = t.pool("tenant-z").unwrap();
+        let root = t.root_for("tenant-z", "cpu").unwrap();
         assert_eq!(
-            pool.root.quota.as_ref().unwrap().get("cpu"),
+            root.quota.as_ref().unwrap().get("cpu"),
             Some(Quantity::ZERO)
+        );
+        assert!(
+            t.root_for("tenant-z", "memory").is_none(),
+            "but only the keys it declares"
         );
     }
 }

@@ -7,11 +7,13 @@
 //! the child's declaration now covers), as Cozystack's `parentPoolUsage` does.
 
 use crate::admission::{Context, Subject, Verdict, declared_quota};
-use crate::decision::{self, PoolState};
+use crate::decision;
 use crate::evaluate::is_dns_label;
-use crate::pool::{Budget, Pool, Tenancy, Tenant, overcommitted, owned_namespace, show_overcommit};
+use std::collections::BTreeSet;
+
+use crate::pool::{Budget, Tenancy, Tenant, overcommitted, owned_namespace, show_overcommit};
 use crate::quantity::Quantity;
-use crate::resources::{GPU_ALL_CLASSES, GPU_CLASS_SUFFIX, GPU_DOMAIN, Resources, show};
+use crate::resources::{GPU_ALL_CLASSES, GPU_CLASS_SUFFIX, GPU_DOMAIN, show};
 
 /// Whether `key` is in the GPU budget domain (`gpuclass.cozystack.io/*`, `*.gpuclass.cozystack.io/*`).
 pub fn in_gpu_domain(key: &str) -> bool {
@@ -21,10 +23,6 @@ pub fn in_gpu_domain(key: &str) -> bool {
 /// Whether `key` is one of the two GPU budget key forms.
 pub fn is_gpu_budget_key(key: &str) -> bool {
     key == GPU_ALL_CLASSES || key.strip_suffix(GPU_CLASS_SUFFIX).is_some_and(is_dns_label)
-}
-
-fn as_resources(budget: &Budget) -> Resources {
-    budget.iter().map(|(k, q)| (k.to_string(), q)).collect()
 }
 
 pub fn review(subject: &Subject<'_>, context: &Context<'_>) -> Verdict {
@@ -59,28 +57,6 @@ pub fn review(subject: &Subject<'_>, context: &Context<'_>) -> Verdict {
         Ok(t) => t,
         Err(e) => return Verdict::reject(format!("{label}: {e}"), warnings),
     };
-    let Some(pool) = tenancy.pool(subject.namespace) else {
-        return Verdict::accept(warnings);
-    };
-    let budget = match &pool.root.quota {
-        Ok(b) => b,
-        Err(e) => {
-            return Verdict::reject(
-                format!(
-                    "{label}: the budget of pool {} cannot be read: {e}",
-                    pool.name()
-                ),
-                warnings,
-            );
-        }
-    };
-    let mut unreadable = Vec::new();
-    if let Ok(all) = pool.carved(budget, None, &mut unreadable) {
-        let over = overcommitted(budget, &all);
-        if !over.is_empty() {
-            warnings.push(show_overcommit(pool.name(), &over));
-        }
-    }
     let settings = context.settings;
     let new_budget =
         Budget::from_declared(declared.iter().map(|(k, q)| (k.as_str(), *q)), settings);
@@ -89,135 +65,175 @@ pub fn review(subject: &Subject<'_>, context: &Context<'_>) -> Verdict {
         let pairs = declared_quota(old).unwrap_or_default();
         Budget::from_declared(pairs.iter().map(|(k, q)| (k.as_str(), *q)), settings)
     });
-    let new = as_resources(&new_budget);
-    let old = old_budget.as_ref().map(as_resources);
-    let lowered = lowered_keys(budget, &new_budget, old_budget.as_ref());
-    let grows = !decision::growth(budget, &new, old.as_ref()).is_empty();
-    if grows
-        && let Err(e) = fits_in_parent_pool(
-            subject,
-            context,
-            &tenancy,
-            &pool,
-            &owns,
-            &new,
-            old.as_ref(),
-            &mut warnings,
-        )
-    {
-        return Verdict::reject(e, warnings);
-    }
-    if !lowered.is_empty() {
-        let child = Tenant {
-            name: subject.name.to_string(),
-            namespace: subject.namespace.to_string(),
-            owns: owns.clone(),
-            quota: Ok(new_budget.clone()),
-            bounded: true,
+    warn_overcommitted(&tenancy, subject.namespace, &mut warnings);
+
+    // The pools above the child, per key it declares now or declared before.
+    let mut parent_pools: Vec<(String, String, Quantity)> = Vec::new();
+    let keys: BTreeSet<&str> = new_budget
+        .keys()
+        .chain(old_budget.iter().flat_map(Budget::keys))
+        .collect();
+    for key in keys {
+        let Some(root) = tenancy.root_for(subject.namespace, key) else {
+            continue;
         };
-        let future = tenancy.with(child);
-        if let Err(e) = holds_no_more_than_declared(
-            subject,
-            context,
-            &future,
-            &owns,
-            &new_budget,
-            &lowered,
-            pool.name(),
-            &mut warnings,
-        ) {
-            return Verdict::reject(e, warnings);
+        match &root.quota {
+            Ok(b) => parent_pools.push((
+                key.to_string(),
+                root.owns.clone(),
+                b.get(key).unwrap_or(Quantity::ZERO),
+            )),
+            Err(e) => {
+                return Verdict::reject(
+                    format!(
+                        "{label}: the budget of pool {} cannot be read: {e}",
+                        root.owns
+                    ),
+                    warnings,
+                );
+            }
         }
     }
-    Verdict::accept(warnings)
+    if parent_pools.is_empty() {
+        return Verdict::accept(warnings);
+    }
+    let after = tenancy.with(Tenant {
+        name: subject.name.to_string(),
+        namespace: subject.namespace.to_string(),
+        owns: owns.clone(),
+        quota: Ok(new_budget.clone()),
+        bounded: !new_budget.is_empty(),
+    });
+    match check(
+        subject,
+        context,
+        &tenancy,
+        &after,
+        &owns,
+        &parent_pools,
+        &new_budget,
+        old_budget.as_ref(),
+        &mut warnings,
+    ) {
+        Ok(()) => Verdict::accept(warnings),
+        Err(e) => Verdict::reject(e, warnings),
+    }
 }
 
-/// Keys the parent pool bounds that the child now declares lower than before (or declares
-/// for the first time): lowering a carve-out hands budget back to the parent pool, which is
-/// only sound if the child's subtree does not still hold it.
-fn lowered_keys(parent: &Budget, new: &Budget, old: Option<&Budget>) -> Vec<String> {
-    new.iter()
-        .filter(|(key, q)| {
-            parent.get(key).is_some()
-                && old.is_none_or(|o| o.get(key).is_none_or(|before| *q < before))
+/// Warns when the pool above `namespace` already has sub-tenants declaring more than its budget.
+fn warn_overcommitted(tenancy: &Tenancy, namespace: &str, warnings: &mut Vec<String>) {
+    let Some(root) = tenancy.pool_root(namespace).and_then(|r| tenancy.owner(r)) else {
+        return;
+    };
+    let Ok(budget) = &root.quota else {
+        return;
+    };
+    if let Ok(carved) = tenancy.carved(&root.owns, budget, None, &mut Vec::new()) {
+        let over = overcommitted(budget, &carved);
+        if !over.is_empty() {
+            warnings.push(show_overcommit(&root.owns, &over));
+        }
+    }
+}
+
+/// For each key in a parent pool: the pool's load (carve-outs + reservations) may not grow
+/// past its budget, and a lowered or new declaration must cover what the child's subtree
+/// already holds (else the difference is handed back while still in use).
+#[allow(clippy::too_many_arguments)]
+fn check(
+    subject: &Subject<'_>,
+    context: &Context<'_>,
+    before: &Tenancy,
+    after: &Tenancy,
+    owns: &str,
+    parent_pools: &[(String, String, Quantity)],
+    new: &Budget,
+    old: Option<&Budget>,
+    warnings: &mut Vec<String>,
+) -> Result<(), String> {
+    let label = subject.label();
+    let overflow = |what: &str| format!("{label}: the {what} overflow");
+    let pools: Vec<(String, String)> = parent_pools
+        .iter()
+        .map(|(k, r, _)| (k.clone(), r.clone()))
+        .collect();
+    let (usage_before, mut problems) = context
+        .usage(before, &pools, |_| false)
+        .map_err(|e| format!("{label}: {e}"))?;
+    let (usage_after, more) = context
+        .usage(after, &pools, |_| false)
+        .map_err(|e| format!("{label}: {e}"))?;
+    problems.extend(more);
+    let lowered: Vec<(String, String)> = parent_pools
+        .iter()
+        .filter(|(key, _, _)| {
+            new.get(key)
+                .is_some_and(|q| old.is_none_or(|o| o.get(key).is_none_or(|before| q < before)))
         })
-        .map(|(key, _)| key.to_string())
-        .collect()
-}
-
-/// The parent-pool check: other carve-outs + the pool's reservations (less the child's
-/// subtree) + the child's declaration must fit in the budget, for the keys that grow.
-#[allow(clippy::too_many_arguments)]
-fn fits_in_parent_pool(
-    subject: &Subject<'_>,
-    context: &Context<'_>,
-    tenancy: &Tenancy,
-    pool: &Pool<'_>,
-    owns: &str,
-    new: &Resources,
-    old: Option<&Resources>,
-    warnings: &mut Vec<String>,
-) -> Result<(), String> {
-    let label = subject.label();
-    let budget = pool.root.quota.as_ref().map_err(String::clone)?;
-    let mut problems = Vec::new();
-    let carved = pool
-        .carved(budget, Some(owns), &mut problems)
-        .map_err(|_| format!("{label}: the carve-outs of pool {} overflow", pool.name()))?;
-    let (usage, more) = context
-        .usage(pool, |app| tenancy.is_within(&app.namespace, owns))
+        .map(|(key, _, _)| (key.clone(), owns.to_string()))
+        .collect();
+    let (held, more) = context
+        .usage(after, &lowered, |_| false)
         .map_err(|e| format!("{label}: {e}"))?;
     problems.extend(more);
-    context.sibling_problems(&label, pool.name(), problems, warnings)?;
-    let state = PoolState {
-        name: pool.name(),
-        budget,
-        carved: &carved,
-        usage: &usage,
-    };
-    decision::decide(&label, &state, new, old)
-}
 
-/// The child's subtree (its applications and its own sub-tenants' declarations) must not
-/// already hold more than a lowered declaration: the difference would be reserved twice.
-#[allow(clippy::too_many_arguments)]
-fn holds_no_more_than_declared(
-    subject: &Subject<'_>,
-    context: &Context<'_>,
-    future: &Tenancy,
-    owns: &str,
-    declared: &Budget,
-    keys: &[String],
-    parent: &str,
-    warnings: &mut Vec<String>,
-) -> Result<(), String> {
-    let label = subject.label();
-    let Some(own_pool) = future.pool(owns) else {
-        return Ok(());
-    };
-    let mut problems = Vec::new();
-    let carved = own_pool
-        .carved(declared, None, &mut problems)
-        .map_err(|_| format!("{label}: the carve-outs of pool {owns} overflow"))?;
-    let (usage, more) = context
-        .usage(&own_pool, |_| false)
-        .map_err(|e| format!("{label}: {e}"))?;
-    problems.extend(more);
-    context.sibling_problems(&label, owns, problems, warnings)?;
-    let mut short = Vec::new();
-    for key in keys {
-        let want = declared.get(key).unwrap_or(Quantity::ZERO);
-        let reserved = usage.reserved.get(key);
-        let sub = carved.total.get(key).copied().unwrap_or(Quantity::ZERO);
-        let held = reserved
+    let mut violations = Vec::new();
+    let mut unreadable = Vec::new();
+    for (key, root, budget) in parent_pools {
+        let key = key.as_str();
+        let (carved_before, _) = before
+            .carved_for(root, key, None, &mut Vec::new())
+            .map_err(|_| overflow("carve-outs"))?;
+        let (others, others_by) = after
+            .carved_for(root, key, Some(owns), &mut unreadable)
+            .map_err(|_| overflow("carve-outs"))?;
+        let declared = new.get(key);
+        let load = |carved: Quantity, reserved: Quantity| carved.checked_add(reserved);
+        let before_load = load(carved_before, usage_before.reserved.get(key))
+            .ok_or_else(|| overflow("reservations"))?;
+        let after_load = load(others, usage_after.reserved.get(key))
+            .and_then(|l| l.checked_add(declared.unwrap_or(Quantity::ZERO)))
+            .ok_or_else(|| overflow("reservations"))?;
+        if after_load > before_load && after_load > *budget {
+            let what = match (declared, old.and_then(|o| o.get(key))) {
+                (Some(d), Some(o)) if d > o => {
+                    format!(
+                        "{key} grows by {} to {}, which",
+                        show(key, d.checked_sub(o).unwrap_or(d)),
+                        show(key, d)
+                    )
+                }
+                (Some(d), _) => format!("{key} {}", show(key, d)),
+                (None, _) => format!(
+                    "{key} is no longer declared: what its namespaces hold returns to the pool, which"
+                ),
+            };
+            let holders = usage_after.holders.get(key).copied().unwrap_or(0);
+            let figures = decision::figures(
+                key,
+                *budget,
+                (others, others_by),
+                (usage_after.reserved.get(key), holders),
+            );
+            violations.push(format!("{what} exceeds pool {root}: {figures}"));
+        }
+    }
+    for (key, _) in &lowered {
+        let key = key.as_str();
+        let want = new.get(key).unwrap_or(Quantity::ZERO);
+        let reserved = held.reserved.get(key);
+        let (sub, _) = after
+            .carved_for(owns, key, None, &mut unreadable)
+            .map_err(|_| overflow("carve-outs"))?;
+        let total = reserved
             .checked_add(sub)
-            .ok_or_else(|| format!("{label}: the reservations of pool {owns} overflow"))?;
-        if held > want {
-            let holders = usage.holders.get(key).copied().unwrap_or(0);
+            .ok_or_else(|| overflow("reservations"))?;
+        if total > want {
+            let holders = held.holders.get(key).copied().unwrap_or(0);
             let mut what = format!(
                 "{} reserved by {holders} application{}",
                 show(key, reserved),
-                if holders == 1 { "" } else { "s" }
+                decision::plural(holders)
             );
             if !sub.is_zero() {
                 what.push_str(&format!(
@@ -225,19 +241,30 @@ fn holds_no_more_than_declared(
                     show(key, sub)
                 ));
             }
-            short.push(format!(
-                "{key} {} is less than its namespaces already hold ({what})",
+            let root = parent_pools
+                .iter()
+                .find(|(k, _, _)| k == key)
+                .map_or("", |(_, r, _)| r.as_str());
+            violations.push(format!(
+                "{key} {} is less than its namespaces already hold ({what}): declaring it would hand back budget of pool {root} that is still in use",
                 show(key, want)
             ));
         }
     }
-    if short.is_empty() {
+    problems.extend(unreadable);
+    problems.sort();
+    problems.dedup();
+    let roots: BTreeSet<&str> = parent_pools.iter().map(|(_, r, _)| r.as_str()).collect();
+    context.sibling_problems(
+        &label,
+        &roots.into_iter().collect::<Vec<_>>().join(", "),
+        problems,
+        warnings,
+    )?;
+    if violations.is_empty() {
         Ok(())
     } else {
-        Err(format!(
-            "{label}: {}: declaring it would hand back budget of pool {parent} that is still in use",
-            short.join("; ")
-        ))
+        Err(format!("{label}: {}", violations.join("; ")))
     }
 }
 
