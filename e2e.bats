@@ -527,14 +527,15 @@ settings_refused() {
     message_is "Tenant tenant-a/x: memory 4Gi is less than its namespaces already hold (8Gi reserved by 1 application): declaring it would hand back budget of pool tenant-a that is still in use"
 }
 
-@test "57-tenant-child-drops-key-in-use: a child may not drop a key its subtree still holds" {
-    # Known policy bug: the lowered-declaration rule (tenant_gate.rs, lowered_keys) only looks
-    # at the keys of the new declaration, so dropping memory passes where lowering it to 0 is
-    # refused, and tenant-a can then reserve x's 8Gi a second time. Remove this skip with the fix.
-    skip "policy bug: a key removed from a bounded child's declaration is not checked"
+@test "57-tenant-child-drops-key-in-use: dropping a key returns what the child holds to the parent pool" {
     scenario 57-tenant-child-drops-key-in-use
+    accepted
+}
+
+@test "58-vm-after-child-dropped-key: a dropped key's holdings count in the parent pool again" {
+    scenario 58-vm-after-child-dropped-key
     rejected
-    message_has "Tenant tenant-a/x: memory"
+    message_is "VMInstance tenant-a/more: memory 8Gi exceeds pool tenant-a: budget 16Gi, reserved 16Gi by 2 applications, available 0"
 }
 
 # ---- from the cluster state, without a session -----------------------------------------------

@@ -626,6 +626,13 @@ fn in_use_pool() -> Vec<Value> {
     ]
 }
 
+/// `in_use_pool` after x stopped declaring memory.
+fn dropped_key_pool() -> Vec<Value> {
+    let mut pool = in_use_pool();
+    pool[2] = tenant("tenant-a", "x", json!({"cpu": "4"}));
+    pool
+}
+
 // ---- the scenarios ---------------------------------------------------------------------
 
 // A table, one scenario per paragraph: kept in this layout rather than rustfmt's.
@@ -902,10 +909,14 @@ fn scenarios() -> Vec<Scenario> {
             "x lowering its memory from 8Gi to 4Gi while its VM holds 8Gi would hand tenant-a back budget still in use.",
             update("Tenant", "tenant-a", "x", tenant_spec(json!({"cpu": "4", "memory": "8Gi"})), tenant_spec(json!({"cpu": "4", "memory": "4Gi"}))))
             .stored(in_use_pool()).types(&["u1.large"]),
-        Scenario::new("57-tenant-child-drops-key-in-use", Rejected,
-            "x dropping its memory key while its VM holds 8Gi hands the same budget back (known policy bug: accepted).",
+        Scenario::new("57-tenant-child-drops-key-in-use", Accepted,
+            "x dropping its memory key while its VM holds 8Gi: pools are per key, so the 8Gi returns to tenant-a's memory pool and its load is unchanged.",
             update("Tenant", "tenant-a", "x", tenant_spec(json!({"cpu": "4", "memory": "8Gi"})), tenant_spec(json!({"cpu": "4"}))))
             .stored(in_use_pool()).types(&["u1.large"]),
+        Scenario::new("58-vm-after-child-dropped-key", Rejected,
+            "After x dropped memory, its VM's 8Gi counts in tenant-a's memory pool: one more 8Gi VM in tenant-a does not fit.",
+            create("VMInstance", "tenant-a", "more", vm_values(json!({"instanceType": "u1.large"}))))
+            .stored(dropped_key_pool()).types(&["u1.large"]),
     ]
 }
 
