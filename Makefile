@@ -139,17 +139,10 @@ sessions:
 bench:
 	cargo bench --manifest-path $(TOOLS_MANIFEST)
 
-# Placeholder until fuzz/ has targets (cargo-fuzz needs a nightly toolchain).
-FUZZ_SECONDS ?= 60
+# The fuzz targets of fuzz/ (cargo-fuzz), each run for a bounded time by scripts/fuzz.sh.
 .PHONY: fuzz
 fuzz:
-	@if [ -f fuzz/Cargo.toml ]; then \
-		for t in $$(cargo +nightly fuzz list); do \
-			cargo +nightly fuzz run "$$t" -- -max_total_time=$(FUZZ_SECONDS); \
-		done; \
-	else \
-		echo "fuzz: no fuzz/ crate yet, nothing to run"; \
-	fi
+	@if [ -f scripts/fuzz.sh ]; then bash scripts/fuzz.sh; else echo "fuzz: there is no scripts/fuzz.sh yet, nothing to run"; fi
 
 .PHONY: clean
 clean:
