@@ -434,6 +434,10 @@ five_megabytes() {
     check_case outside-any-pool-not-evaluated
 }
 
+@test "mongodb-sharded-shards-charged" {
+    check_case mongodb-sharded-shards-charged
+}
+
 @test "tenant-quota-malformed" {
     check_case tenant-quota-malformed
 }
