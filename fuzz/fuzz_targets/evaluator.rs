@@ -77,15 +77,43 @@ fn pools() -> Vec<Value> {
         ),
         tenant("tenant-foo", "kid", json!({})),
         tenant("tenant-foo", "cap", json!({"cpu": "4", "memory": "8Gi"})),
-        application("VMInstance", "tenant-foo", "vm1", json!({"instanceType": "u1.medium"})),
+        application(
+            "VMInstance",
+            "tenant-foo",
+            "vm1",
+            json!({"instanceType": "u1.medium"}),
+        ),
         application("Postgres", "tenant-foo-kid", "pg1", json!({})),
-        application("KubernetesNodes", "tenant-foo", "np", json!({"maxReplicas": 2, "gpus": [{"name": "nvidia.com/GA102GL_A10"}]})),
-        tenant("tenant-root", "zero", json!({"cpu": "0", "memory": "0", "storage": "0"})),
+        application(
+            "KubernetesNodes",
+            "tenant-foo",
+            "np",
+            json!({"maxReplicas": 2, "gpus": [{"name": "nvidia.com/GA102GL_A10"}]}),
+        ),
+        tenant(
+            "tenant-root",
+            "zero",
+            json!({"cpu": "0", "memory": "0", "storage": "0"}),
+        ),
         tenant("tenant-root", "legacy", json!({"memory": "8Gi"})),
-        application("VMInstance", "tenant-legacy", "old", json!({"instanceType": "gone.large"})),
+        application(
+            "VMInstance",
+            "tenant-legacy",
+            "old",
+            json!({"instanceType": "gone.large"}),
+        ),
         tenant("tenant-root", "edge", json!({"memory": "0"})),
-        tenant("tenant-edge", "huge", json!({"memory": "170141183460469231731687303715884105727n"})),
-        application("VMInstance", "tenant-edge", "tiny", json!({"instanceType": "", "resources": {"cpu": "1", "memory": "1n"}})),
+        tenant(
+            "tenant-edge",
+            "huge",
+            json!({"memory": "170141183460469231731687303715884105727n"}),
+        ),
+        application(
+            "VMInstance",
+            "tenant-edge",
+            "tiny",
+            json!({"instanceType": "", "resources": {"cpu": "1", "memory": "1n"}}),
+        ),
         tenant("tenant-root", "free", json!({})),
     ]
 }
@@ -134,7 +162,11 @@ fn stored_with(object: Value) -> Cluster {
     let mut objects = pools();
     objects.push(object);
     Cluster {
-        applications: Some(Fixture::new(objects).list(Query::Applications).expect("a list")),
+        applications: Some(
+            Fixture::new(objects)
+                .list(Query::Applications)
+                .expect("a list"),
+        ),
     }
 }
 
@@ -185,7 +217,11 @@ fuzz_target!(|data: &[u8]| {
     let ns = NAMESPACES[at];
     let charged = charge(kind, &values);
     if let Ok(Some(r)) = &charged {
-        assert_eq!(charge(kind, &values), Ok(Some(r.clone())), "a charge is deterministic");
+        assert_eq!(
+            charge(kind, &values),
+            Ok(Some(r.clone())),
+            "a charge is deterministic"
+        );
     }
     if let Value::Array(pair) = &values
         && pair.len() == 2
@@ -200,18 +236,32 @@ fuzz_target!(|data: &[u8]| {
 
     // CREATE of the values.
     let verdict = validate_payload(
-        &payload("CREATE", kind, ns, "fuzz", values.clone(), None, settings(*shape)),
+        &payload(
+            "CREATE",
+            kind,
+            ns,
+            "fuzz",
+            values.clone(),
+            None,
+            settings(*shape),
+        ),
         &no_stored,
     );
     check(&verdict);
     if kind != "Tenant" {
         match &charged {
             Err(e) if at < IN_A_POOL => {
-                assert!(!verdict.allowed, "{kind} that cannot be charged ({e}) was admitted into {ns}")
+                assert!(
+                    !verdict.allowed,
+                    "{kind} that cannot be charged ({e}) was admitted into {ns}"
+                )
             }
             Ok(None) => {}
             Ok(Some(r)) if r.is_empty() => {
-                assert!(verdict.allowed, "{kind} that reserves nothing was refused: {verdict:?}")
+                assert!(
+                    verdict.allowed,
+                    "{kind} that reserves nothing was refused: {verdict:?}"
+                )
             }
             _ => {}
         }
@@ -224,7 +274,15 @@ fuzz_target!(|data: &[u8]| {
         _ => (values.clone(), values.clone()),
     };
     let verdict = validate_payload(
-        &payload("UPDATE", kind, ns, "fuzz", new.clone(), Some(old.clone()), settings(*shape)),
+        &payload(
+            "UPDATE",
+            kind,
+            ns,
+            "fuzz",
+            new.clone(),
+            Some(old.clone()),
+            settings(*shape),
+        ),
         &stored_with(application(kind, ns, "fuzz", old.clone())),
     );
     check(&verdict);
@@ -239,7 +297,15 @@ fuzz_target!(|data: &[u8]| {
     // The values stored as a sibling in the pool, while a small disk is written next to it.
     if shape & 0x08 != 0 {
         let verdict = validate_payload(
-            &payload("CREATE", "VMDisk", ns, "disk", json!({"storage": "1Gi"}), None, settings(*shape)),
+            &payload(
+                "CREATE",
+                "VMDisk",
+                ns,
+                "disk",
+                json!({"storage": "1Gi"}),
+                None,
+                settings(*shape),
+            ),
             &stored_with(application(kind, ns, "stored", values)),
         );
         check(&verdict);

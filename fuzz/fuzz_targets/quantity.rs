@@ -35,5 +35,9 @@ fuzz_target!(|data: &[u8]| {
         );
     }
     // The exact value in nano-units reads back to the same quantity.
-    assert_eq!(Quantity::parse(&format!("{}n", q.nanos())), Ok(q), "{text:?}");
+    assert_eq!(
+        Quantity::parse(&format!("{}n", q.nanos())),
+        Ok(q),
+        "{text:?}"
+    );
 });

@@ -88,7 +88,10 @@ fuzz_target!(|data: &[u8]| {
     let answer = check_settings(document);
     assert_eq!(answer.valid, answer.message.is_none(), "{answer:?}");
     if serde_json::from_slice::<Settings>(document).is_err() {
-        assert!(!answer.valid, "settings that do not parse were called valid");
+        assert!(
+            !answer.valid,
+            "settings that do not parse were called valid"
+        );
         return;
     }
     // Parsed (valid or not, as a policy-server that skipped validation would pass them on).
