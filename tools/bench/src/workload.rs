@@ -19,8 +19,10 @@ pub const CREATE_NAME: &str = "vm-new";
 /// UPDATE: an existing VM of the pool grows (u1.medium to u1.large), so the pool is summed.
 pub const UPDATE_NAME: &str = "vm-0";
 
-const VM_DEFAULTS: &str = include_str!("../../../test_data/reference/values/vm-instance.values.yaml");
-const POSTGRES_DEFAULTS: &str = include_str!("../../../test_data/reference/values/postgres.values.yaml");
+const VM_DEFAULTS: &str =
+    include_str!("../../../test_data/reference/values/vm-instance.values.yaml");
+const POSTGRES_DEFAULTS: &str =
+    include_str!("../../../test_data/reference/values/postgres.values.yaml");
 const KUBERNETES_DEFAULTS: &str =
     include_str!("../../../test_data/reference/values/kubernetes.values.yaml");
 
@@ -147,7 +149,13 @@ struct Defaults {
 
 fn vm_values(d: &Defaults, i: usize) -> Value {
     const TYPES: [&str; 7] = [
-        "u1.medium", "u1.large", "u1.xlarge", "cx1.large", "m1.large", "u1.small", "",
+        "u1.medium",
+        "u1.large",
+        "u1.xlarge",
+        "cx1.large",
+        "m1.large",
+        "u1.small",
+        "",
     ];
     // vm-0, the UPDATE subject, is stored as a u1.medium.
     let instance_type = TYPES[(i / 2) % TYPES.len()];
@@ -160,7 +168,8 @@ fn vm_values(d: &Defaults, i: usize) -> Value {
         "cloudInit": CLOUD_INIT,
     });
     if instance_type.is_empty() {
-        o["resources"] = json!({"cpu": format!("{}", 1 + i % 4), "memory": format!("{}Gi", 2 + 2 * (i % 4))});
+        o["resources"] =
+            json!({"cpu": format!("{}", 1 + i % 4), "memory": format!("{}Gi", 2 + 2 * (i % 4))});
     }
     if i % 40 == 38 {
         o["instanceType"] = json!("gn1.xlarge");
@@ -178,7 +187,7 @@ fn postgres_values(d: &Defaults, i: usize) -> Value {
         "size": SIZES[i % SIZES.len()],
         "users": {"app": {"password": format!("pw-{i:08x}")}, "readonly": {}},
         "databases": {"app": {"roles": {"admin": ["app"], "readonly": ["readonly"]}, "extensions": ["pg_trgm"]}},
-        "backup": {"enabled": i % 2 == 0, "schedule": "0 2 * * *", "destinationPath": format!("s3://backups/pg-{i}/")},
+        "backup": {"enabled": i.is_multiple_of(2), "schedule": "0 2 * * *", "destinationPath": format!("s3://backups/pg-{i}/")},
     });
     if i % 9 == 4 {
         o["resources"] = json!({"cpu": "2", "memory": "4Gi"});
@@ -221,7 +230,11 @@ fn tenants(size: usize) -> Vec<Value> {
                    "storage": format!("{}Gi", 512 * n + 512)}),
         ),
         fixtures::tenant("tenant-foo", "dev", json!({})),
-        fixtures::tenant("tenant-foo", "team", json!({"cpu": "16", "memory": "64Gi", "storage": "1Ti"})),
+        fixtures::tenant(
+            "tenant-foo",
+            "team",
+            json!({"cpu": "16", "memory": "64Gi", "storage": "1Ti"}),
+        ),
     ]
 }
 
@@ -258,7 +271,11 @@ pub fn generate(size: usize) -> (Workload, Answers) {
                 let n = counters[2];
                 counters[2] += 1;
                 mix.2 += 1;
-                (format!("k8s-{n}"), "Kubernetes", kubernetes_values(&defaults, n))
+                (
+                    format!("k8s-{n}"),
+                    "Kubernetes",
+                    kubernetes_values(&defaults, n),
+                )
             }
         };
         releases.push(masked(
@@ -272,7 +289,15 @@ pub fn generate(size: usize) -> (Workload, Answers) {
         instance_types: list(Query::InstanceTypes, fixtures::instance_types()),
     };
     let new_vm = vm_values(&defaults, 1); // a u1.medium
-    let create = fixtures::payload("CREATE", SUBJECT_KIND, POOL, CREATE_NAME, new_vm, None, json!({}));
+    let create = fixtures::payload(
+        "CREATE",
+        SUBJECT_KIND,
+        POOL,
+        CREATE_NAME,
+        new_vm,
+        None,
+        json!({}),
+    );
     // vm-0 is the first application, in tenant-foo.
     let old = vm_values(&defaults, 0);
     let mut grown = old.clone();
