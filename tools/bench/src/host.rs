@@ -10,7 +10,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde_json::Value;
 use tenant_reservation_policy::cluster::Query;
 use wapc::WapcHost;
-use wasmtime_provider::wasmtime::{Config, Engine, Module};
+use wasmtime_provider::wasmtime::{Config, Engine, Module, ProfilingStrategy};
 use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
 
 use crate::memory::{MemoryStats, TrackingCreator};
@@ -56,17 +56,26 @@ impl Served {
         self.unexpected.read().unwrap().clone()
     }
 
-    fn answer(&self, binding: &str, namespace: &str, operation: &str, payload: &[u8]) -> Result<Vec<u8>> {
+    fn answer(
+        &self,
+        binding: &str,
+        namespace: &str,
+        operation: &str,
+        payload: &[u8],
+    ) -> Result<Vec<u8>> {
         if (binding, namespace, operation) != ("kubewarden", "kubernetes", "list_resources_all") {
             bail!("unexpected host call {binding}/{namespace}/{operation}");
         }
-        let request: Value = serde_json::from_slice(payload).context("list_resources_all payload")?;
-        let query = [Query::Applications, Query::Definitions, Query::InstanceTypes]
-            .into_iter()
-            .find(|q| {
-                request["api_version"] == q.api_version() && request["kind"] == q.kind()
-            })
-            .ok_or_else(|| anyhow!("no answer for list_resources_all {request}"))?;
+        let request: Value =
+            serde_json::from_slice(payload).context("list_resources_all payload")?;
+        let query = [
+            Query::Applications,
+            Query::Definitions,
+            Query::InstanceTypes,
+        ]
+        .into_iter()
+        .find(|q| request["api_version"] == q.api_version() && request["kind"] == q.kind())
+        .ok_or_else(|| anyhow!("no answer for list_resources_all {request}"))?;
         // The answers are precomputed for the policy's own selector and masks: anything else
         // would be served a list it did not ask for.
         let selector = request["label_selector"].as_str();
@@ -78,7 +87,9 @@ impl Served {
             m.sort_unstable();
         }
         if selector != query.label_selector() || masks != want_masks {
-            bail!("list_resources_all {request}: selector or field masks differ from the precomputed answer");
+            bail!(
+                "list_resources_all {request}: selector or field masks differ from the precomputed answer"
+            );
         }
         let answers = self.answers.read().unwrap();
         let bytes = answers
@@ -111,8 +122,13 @@ impl Policy {
     /// Compiles `wasm`. Without `track_memory`, as policy-server runs it: wasmtime's own
     /// memory (copy-on-write initialisation) and epoch interruption. With it, through
     /// [`TrackingCreator`], so that instances report their memory size.
-    pub fn load(wasm: &[u8], track_memory: bool) -> Result<Policy> {
+    /// `perfmap`: write `/tmp/perf-PID.map` so that `perf` can name the guest's functions
+    /// (those of a policy built with `strip = false`).
+    pub fn load(wasm: &[u8], track_memory: bool, perfmap: bool) -> Result<Policy> {
         let mut config = Config::new();
+        if perfmap {
+            config.profiler(ProfilingStrategy::PerfMap);
+        }
         let creator = track_memory.then(|| Arc::new(TrackingCreator::default()));
         match &creator {
             // Copy-on-write initialisation needs wasmtime's own mmap memories. Without it,
@@ -127,7 +143,8 @@ impl Policy {
         }
         let engine = Engine::new(&config).map_err(|e| anyhow!("wasmtime engine: {e}"))?;
         let start = Instant::now();
-        let module = Module::new(&engine, wasm).map_err(|e| anyhow!("compiling the policy: {e}"))?;
+        let module =
+            Module::new(&engine, wasm).map_err(|e| anyhow!("compiling the policy: {e}"))?;
         let compile = start.elapsed();
         let pre = WasmtimeEngineProviderBuilder::new()
             .engine(engine)
@@ -152,14 +169,20 @@ impl Policy {
             .map_err(|e| anyhow!("rehydrating the policy: {e}"))?;
         let host = WapcHost::new(
             Box::new(provider),
-            Some(Box::new(move |_id, binding, namespace, operation, payload| {
-                callback_served
-                    .answer(binding, namespace, operation, payload)
-                    .map_err(|e| {
-                        callback_served.unexpected.write().unwrap().push(e.to_string());
-                        e.into()
-                    })
-            })),
+            Some(Box::new(
+                move |_id, binding, namespace, operation, payload| {
+                    callback_served
+                        .answer(binding, namespace, operation, payload)
+                        .map_err(|e| {
+                            callback_served
+                                .unexpected
+                                .write()
+                                .unwrap()
+                                .push(e.to_string());
+                            e.into()
+                        })
+                },
+            )),
         )
         .map_err(|e| anyhow!("instantiating the policy: {e}"))?;
         let memory = self.creator.as_ref().and_then(|c| c.last());

@@ -46,7 +46,7 @@ struct Args {
     #[arg(long, value_delimiter = ',', default_value = "10,100,1000,10000")]
     sizes: Vec<usize>,
     /// Timed requests per pool size and operation.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 100)]
     iterations: usize,
     /// Untimed requests before each timed series.
     #[arg(long, default_value_t = 5)]
@@ -54,6 +54,13 @@ struct Args {
     /// Fresh instances timed for the instantiation figures.
     #[arg(long, default_value_t = 50)]
     instantiations: usize,
+    /// Write /tmp/perf-PID.map for `perf record` (profile a policy built with `strip = false`).
+    #[arg(long)]
+    perfmap: bool,
+    /// Only run the native `validate_payload` (CREATE and UPDATE, `--iterations` each per
+    /// size) and print nothing: a target for `valgrind --tool=callgrind` or `perf`.
+    #[arg(long)]
+    native_only: bool,
 }
 
 fn default_policy() -> PathBuf {
@@ -138,7 +145,11 @@ fn time_series(iterations: usize, mut f: impl FnMut() -> Result<Duration>) -> Re
 }
 
 /// One timed `validate` on `instance`, checking the verdict and counting host calls.
-fn timed_validate(instance: &Instance, payload: &[u8], calls: &mut Vec<(usize, usize)>) -> Result<Duration> {
+fn timed_validate(
+    instance: &Instance,
+    payload: &[u8],
+    calls: &mut Vec<(usize, usize)>,
+) -> Result<Duration> {
     instance.served.reset();
     let start = Instant::now();
     let response = instance.validate(payload)?;
@@ -152,6 +163,18 @@ fn run() -> Result<bool> {
     let args = Args::parse();
     if args.sizes.is_empty() || args.iterations == 0 {
         bail!("--sizes and --iterations must not be empty or zero");
+    }
+    if args.native_only {
+        for &size in &args.sizes {
+            let (w, answers) = workload::generate(size);
+            let k8s = Native(&answers);
+            for payload in [&w.create, &w.update] {
+                for _ in 0..args.iterations {
+                    black_box(validate_payload(payload, &k8s));
+                }
+            }
+        }
+        return Ok(true);
     }
     let path = args.policy.clone().unwrap_or_else(default_policy);
     let wasm = std::fs::read(&path).with_context(|| {
@@ -172,12 +195,13 @@ fn run() -> Result<bool> {
         "- per size and operation: {} warm-up + {} timed requests on one long-lived instance",
         args.warmup, args.iterations
     );
+    println!("- load average at start: {}", load_average());
 
     // Instantiation, with wasmtime's own memory as policy-server runs it.
-    let default = Policy::load(&wasm, false)?;
+    let default = Policy::load(&wasm, false, args.perfmap)?;
     let mut compiles = vec![default.compile];
     for _ in 0..2 {
-        compiles.push(Policy::load(&wasm, false)?.compile);
+        compiles.push(Policy::load(&wasm, false, args.perfmap)?.compile);
     }
     let compile = Summary::of(&mut compiles);
     let instantiate = time_series(args.instantiations, || {
@@ -198,7 +222,7 @@ fn run() -> Result<bool> {
     // The measured instance: loaded once, as policy-server runs it.
     let instance = default.instantiate()?;
     // Its shadow with tracked memory, fed the same series, for the memory figures.
-    let tracked = Policy::load(&wasm, true)?;
+    let tracked = Policy::load(&wasm, true, false)?;
     let shadow = tracked.instantiate()?;
     let initial_memory = shadow.memory.as_ref().map(|m| m.initial());
 
@@ -242,7 +266,10 @@ fn run() -> Result<bool> {
                 let verdict = validate_payload(payload, &native_k8s);
                 native.push(start.elapsed());
                 if !verdict.allowed {
-                    bail!("native: the request was not admitted: {:?}", verdict.message);
+                    bail!(
+                        "native: the request was not admitted: {:?}",
+                        verdict.message
+                    );
                 }
                 black_box(verdict);
                 floor.push(floor_once(&answers));
@@ -253,7 +280,10 @@ fn run() -> Result<bool> {
             }
             let (host_calls, answer_bytes) = calls[0];
             if calls.iter().any(|c| *c != calls[0]) {
-                eprintln!("error: pool of {size}, {}: host calls per request vary: {calls:?}", op.name());
+                eprintln!(
+                    "error: pool of {size}, {}: host calls per request vary: {calls:?}",
+                    op.name()
+                );
                 constant = false;
             }
             match expected_calls {
@@ -322,6 +352,7 @@ fn run() -> Result<bool> {
     }
 
     print_tables(&rows, initial_memory);
+    println!("\nLoad average at end: {}.", load_average());
     if !constant {
         eprintln!("FAILED: the number of host calls per request is not constant");
     }
@@ -376,6 +407,14 @@ fn print_tables(rows: &[Row], initial_memory: Option<usize>) {
             mem(row.fresh_memory)
         );
     }
+}
+
+/// `/proc/loadavg`'s three averages: the noise the figures were taken in.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|| "unknown".to_string())
 }
 
 fn cpu_model() -> String {

@@ -79,12 +79,18 @@ mod tests {
         assert_eq!(sum.p99, Duration::from_micros(99));
         let mut one = vec![Duration::from_millis(3)];
         let sum = Summary::of(&mut one);
-        assert_eq!((sum.median, sum.p99), (Duration::from_millis(3), Duration::from_millis(3)));
+        assert_eq!(
+            (sum.median, sum.p99),
+            (Duration::from_millis(3), Duration::from_millis(3))
+        );
     }
 
     #[test]
     fn human_units() {
-        assert_eq!(Human(Duration::from_nanos(1_234_567)).to_string(), "1.23 ms");
+        assert_eq!(
+            Human(Duration::from_nanos(1_234_567)).to_string(),
+            "1.23 ms"
+        );
         assert_eq!(Human(Duration::from_micros(250)).to_string(), "250 µs");
         assert_eq!(Bytes(3 << 20).to_string(), "3.00 MiB");
     }
