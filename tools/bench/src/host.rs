@@ -8,13 +8,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::Value;
-use tenant_reservation_policy::cluster::Query;
 use wapc::WapcHost;
 use wasmtime_provider::wasmtime::{Config, Engine, Module, ProfilingStrategy};
 use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
 
 use crate::memory::{MemoryStats, TrackingCreator};
-use crate::workload::Answers;
+use crate::workload::{Answers, QUERIES};
 
 /// Epoch deadlines far beyond any run: policy-server runs policies with epoch interruption
 /// on (its policy timeout), so the compiled code carries the same epoch checks; nothing ever
@@ -31,6 +30,8 @@ pub struct Served {
     calls: AtomicUsize,
     bytes: AtomicUsize,
     unexpected: RwLock<Vec<String>>,
+    /// The answers served since the last reset, in order.
+    last: RwLock<Vec<Arc<Vec<u8>>>>,
 }
 
 impl Served {
@@ -41,6 +42,12 @@ impl Served {
     pub fn reset(&self) {
         self.calls.store(0, Ordering::Relaxed);
         self.bytes.store(0, Ordering::Relaxed);
+        self.last.write().unwrap().clear();
+    }
+
+    /// The answers served since the last reset (what the floor deserialises).
+    pub fn last_answers(&self) -> Vec<Arc<Vec<u8>>> {
+        self.last.read().unwrap().clone()
     }
 
     /// `(host calls, answer bytes)` since the last reset.
@@ -68,38 +75,29 @@ impl Served {
         }
         let request: Value =
             serde_json::from_slice(payload).context("list_resources_all payload")?;
-        let query = [
-            Query::Applications,
-            Query::Definitions,
-            Query::InstanceTypes,
-        ]
-        .into_iter()
-        .find(|q| request["api_version"] == q.api_version() && request["kind"] == q.kind())
-        .ok_or_else(|| anyhow!("no answer for list_resources_all {request}"))?;
-        // The answers are precomputed for the policy's own selector and masks: anything else
-        // would be served a list it did not ask for.
-        let selector = request["label_selector"].as_str();
+        let query = QUERIES
+            .into_iter()
+            .find(|q| request["api_version"] == q.api_version() && request["kind"] == q.kind())
+            .ok_or_else(|| anyhow!("no answer for list_resources_all {request}"))?;
+        // Answered for the masks asked (precomputed once per set of masks); the selector
+        // must be the one the answers were generated for.
+        if request["label_selector"].as_str() != query.label_selector()
+            || !request["field_selector"].is_null()
+        {
+            bail!("list_resources_all {request}: not the selector the answers were generated for");
+        }
         let masks: Option<Vec<&str>> = request["field_masks"]
             .as_array()
             .map(|m| m.iter().filter_map(Value::as_str).collect());
-        let mut want_masks: Option<Vec<&str>> = query.field_masks().map(|m| m.to_vec());
-        if let Some(m) = want_masks.as_mut() {
-            m.sort_unstable();
-        }
-        if selector != query.label_selector() || masks != want_masks {
-            bail!(
-                "list_resources_all {request}: selector or field masks differ from the precomputed answer"
-            );
-        }
         let answers = self.answers.read().unwrap();
         let bytes = answers
             .as_ref()
             .ok_or_else(|| anyhow!("no answers loaded"))?
-            .get(query)
-            .to_vec();
+            .get(query, masks.as_deref());
+        self.last.write().unwrap().push(bytes.clone());
         self.calls.fetch_add(1, Ordering::Relaxed);
         self.bytes.fetch_add(bytes.len(), Ordering::Relaxed);
-        Ok(bytes)
+        Ok(bytes.to_vec())
     }
 }
 
