@@ -33,8 +33,11 @@ const KUBERNETES_DEFAULTS: &str =
 /// set of field masks asked for (as a host would answer) and then served as the same bytes.
 pub struct Answers {
     items: [Vec<Value>; 3],
-    serialised: RwLock<HashMap<(Query, Option<Vec<String>>), Arc<Vec<u8>>>>,
+    serialised: RwLock<HashMap<AnswerKey, Arc<Vec<u8>>>>,
 }
+
+/// A list query and the field masks it was asked with.
+type AnswerKey = (Query, Option<Vec<String>>);
 
 fn slot(query: Query) -> usize {
     match query {
