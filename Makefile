@@ -141,8 +141,8 @@ sessions:
 	bash scripts/record-sessions.sh
 
 .PHONY: bench
-bench:
-	cargo bench --manifest-path $(TOOLS_MANIFEST)
+bench: policy.wasm
+	cargo run --release --locked --manifest-path $(TOOLS_MANIFEST) -p bench -- --policy policy.wasm
 
 # The fuzz targets of fuzz/ (cargo-fuzz), each run for a bounded time by scripts/fuzz.sh.
 .PHONY: fuzz
