@@ -20,8 +20,8 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::field_mask::{FieldMask, strip_for_list};
 use crate::selector::{FieldSelector, LabelSelector};
+use field_mask::{FieldMask, strip_for_list};
 
 /// Cluster-scoped kinds known without a CRD in the fixture.
 pub const CLUSTER_SCOPED_KINDS: &[&str] = &[

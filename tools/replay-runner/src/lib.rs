@@ -11,7 +11,7 @@ pub mod admission;
 pub mod capabilities;
 pub mod cli;
 pub mod cluster;
-pub mod field_mask;
+pub use field_mask;
 pub mod host;
 pub mod metadata;
 pub mod selector;
