@@ -2,7 +2,7 @@
 //! object and its pool, decide. Generic over [`Kubernetes`], so it runs natively in tests.
 
 use std::cell::{OnceCell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
 
 use kubewarden_policy_sdk::request::KubernetesAdmissionRequest;
@@ -22,6 +22,8 @@ use crate::values::Cursor;
 
 pub const GROUP: &str = "apps.cozystack.io";
 pub const TENANT_KIND: &str = "Tenant";
+/// The field of a Tenant's values that declares its quota.
+pub const RESOURCE_QUOTAS: &str = "resourceQuotas";
 
 /// The policy's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -187,14 +189,51 @@ fn spec_of(object: &Map<String, Value>) -> Result<&Value, String> {
 
 type InstanceTypeTable = BTreeMap<String, Result<InstanceTypeSize, String>>;
 
+/// The stored applications, and for each the index of the first one of the same kind with
+/// the same values: a charge depends on nothing else, and once pruned by the field masks
+/// the values of applications of the same size are the same bytes.
+struct Applications {
+    list: Vec<Application>,
+    same_as: Vec<usize>,
+}
+
+impl Applications {
+    fn new(list: Vec<Application>) -> Self {
+        let mut first: HashMap<(&str, &str), usize> = HashMap::new();
+        let same_as = list
+            .iter()
+            .enumerate()
+            .map(|(i, app)| {
+                let values = app.values.as_ref().map_or("", |v| v.get());
+                *first.entry((app.kind.as_str(), values)).or_insert(i)
+            })
+            .collect();
+        Applications { list, same_as }
+    }
+}
+
+/// The definitions as listed, and their indices by the kind they declare.
+struct Definitions {
+    list: Vec<ApplicationDefinition>,
+    by_kind: HashMap<String, Vec<usize>>,
+}
+
+fn fixed_masks(query: Query) -> BTreeSet<String> {
+    query
+        .fixed_field_masks()
+        .iter()
+        .map(|m| m.to_string())
+        .collect()
+}
+
 /// The settings in force and the cluster as read for this request (each list read once, on
 /// first use, in a fixed order).
 pub struct Context<'k> {
     pub settings: &'k Settings,
     presets: Presets,
     k8s: &'k dyn Kubernetes,
-    applications: OnceCell<Result<Vec<Application>, String>>,
-    definitions: OnceCell<Result<HashMap<String, Vec<ApplicationDefinition>>, String>>,
+    applications: OnceCell<Result<Applications, String>>,
+    definitions: OnceCell<Result<Definitions, String>>,
     instance_types: OnceCell<Result<InstanceTypeTable, String>>,
     governing: RefCell<HashMap<String, Result<Rc<Governing>, String>>>,
     charges: RefCell<HashMap<usize, Result<Option<Resources>, String>>>,
@@ -215,9 +254,20 @@ impl<'k> Context<'k> {
     }
 
     pub fn applications(&self) -> Result<&[Application], String> {
+        self.stored().map(|a| a.list.as_slice())
+    }
+
+    fn stored(&self) -> Result<&Applications, String> {
         self.applications
-            .get_or_init(|| cluster::parse_applications(&self.k8s.list(Query::Applications)?))
-            .as_deref()
+            .get_or_init(|| {
+                // Pruned to what the definitions read (the whole values if they are unreadable).
+                let masks = cluster::application_masks(self.definition_list());
+                let list = cluster::parse_applications(
+                    &self.k8s.list(Query::Applications, Some(&masks))?,
+                )?;
+                Ok(Applications::new(list))
+            })
+            .as_ref()
             .map_err(|e| format!("cannot read the applications: {e}"))
     }
 
@@ -237,21 +287,28 @@ impl<'k> Context<'k> {
         Ok(Tenancy::new(tenants))
     }
 
-    fn definitions(&self) -> Result<&HashMap<String, Vec<ApplicationDefinition>>, String> {
+    fn definitions(&self) -> Result<&Definitions, String> {
         self.definitions
             .get_or_init(|| {
-                let list = cluster::parse_definitions(&self.k8s.list(Query::Definitions)?)?;
-                let mut by_kind: HashMap<String, Vec<ApplicationDefinition>> = HashMap::new();
-                for d in list {
+                let masks = fixed_masks(Query::Definitions);
+                let list =
+                    cluster::parse_definitions(&self.k8s.list(Query::Definitions, Some(&masks))?)?;
+                let mut by_kind: HashMap<String, Vec<usize>> = HashMap::new();
+                for (index, d) in list.iter().enumerate() {
                     by_kind
                         .entry(d.spec.application.kind.clone())
                         .or_default()
-                        .push(d);
+                        .push(index);
                 }
-                Ok(by_kind)
+                Ok(Definitions { list, by_kind })
             })
             .as_ref()
             .map_err(|e| format!("cannot read the ApplicationDefinitions: {e}"))
+    }
+
+    /// Every definition, `None` when they cannot be read.
+    fn definition_list(&self) -> Option<&[ApplicationDefinition]> {
+        self.definitions().ok().map(|d| d.list.as_slice())
     }
 
     /// The definition governing `kind`, ready to evaluate (prepared once per request).
@@ -267,12 +324,16 @@ impl<'k> Context<'k> {
     }
 
     fn prepare(&self, kind: &str) -> Result<Governing, String> {
-        let definitions = self
-            .definitions()?
+        let all = self.definitions()?;
+        let definitions: Vec<&ApplicationDefinition> = all
+            .by_kind
             .get(kind)
             .map(Vec::as_slice)
-            .unwrap_or_default();
-        match definitions {
+            .unwrap_or_default()
+            .iter()
+            .map(|&i| &all.list[i])
+            .collect();
+        match definitions.as_slice() {
             [] => Err(format!("no ApplicationDefinition declares kind {kind}")),
             [one] => one.prepare(),
             many => {
@@ -320,8 +381,10 @@ impl<'k> Context<'k> {
             .map_err(|e: EvalError| e.to_string())
     }
 
-    /// What one stored application reserves (evaluated once per request).
+    /// What one stored application reserves (evaluated once per request for all the
+    /// applications of its kind with the same values).
     fn stored_charge(&self, index: usize, app: &Application) -> Result<Option<Resources>, String> {
+        let index = self.stored()?.same_as[index];
         if let Some(known) = self.charges.borrow().get(&index) {
             return known.clone();
         }
@@ -371,15 +434,11 @@ impl<'k> Context<'k> {
             }
             match self.stored_charge(index, app) {
                 Ok(Some(charge)) => {
-                    let counted: Resources = pools
-                        .iter()
-                        .zip(member.iter())
-                        .filter(|(_, m)| **m)
-                        .map(|((key, _), _)| (key.clone(), charge.get(key)))
-                        .collect();
-                    usage
-                        .add(&counted)
-                        .map_err(|_| "the reservations of the pool overflow".to_string())?;
+                    for ((key, _), _) in pools.iter().zip(member.iter()).filter(|(_, m)| **m) {
+                        usage
+                            .add_key(key, charge.get(key))
+                            .map_err(|_| "the reservations of the pool overflow".to_string())?;
+                    }
                 }
                 Ok(None) => {}
                 Err(e) => problems.push(format!("{}: {e}", app.label())),
@@ -422,7 +481,10 @@ impl InstanceTypes for Context<'_> {
     fn lookup(&self, name: &str) -> Result<Option<InstanceTypeSize>, String> {
         let types = self
             .instance_types
-            .get_or_init(|| cluster::parse_instance_types(&self.k8s.list(Query::InstanceTypes)?))
+            .get_or_init(|| {
+                let masks = fixed_masks(Query::InstanceTypes);
+                cluster::parse_instance_types(&self.k8s.list(Query::InstanceTypes, Some(&masks))?)
+            })
             .as_ref()
             .map_err(|e| format!("cannot read the instance types: {e}"))?;
         match types.get(name) {
@@ -464,7 +526,7 @@ pub fn tenant_from(
 
 /// `resourceQuotas` as `(key, quantity)` pairs, or every problem found in it.
 pub fn declared_quota(values: &Value) -> Result<Vec<(String, Quantity)>, Vec<String>> {
-    let quotas = match values.get("resourceQuotas") {
+    let quotas = match values.get(RESOURCE_QUOTAS) {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Object(map)) => map,
         Some(other) => {

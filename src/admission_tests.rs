@@ -365,10 +365,200 @@ fn host_calls_are_constant_and_ordered() {
     assert_eq!(
         large.calls(),
         [
-            Query::Applications,
             Query::Definitions,
+            Query::Applications,
             Query::InstanceTypes
         ]
+    );
+    // The HelmReleases are pruned to what the definitions' reservations read.
+    assert_eq!(small.masks_asked(), large.masks_asked());
+    let masks = large.masks_asked()[1].clone().expect("masks");
+    for read in [
+        "spec.values.instanceType",
+        "spec.values.resources",
+        "spec.values.resourcesPreset",
+        "spec.values.nodeGroups",
+        "spec.values.kafka.replicas",
+        "spec.values.resourceQuotas",
+        "metadata.labels",
+    ] {
+        assert!(masks.contains(read), "{read} not in {masks:?}");
+    }
+    assert!(!masks.contains("spec.values"), "{masks:?}");
+}
+
+/// The same cluster, answered whole whatever masks are asked (a host without field masks).
+struct Unmasked<'a>(&'a Fixture);
+
+impl Kubernetes for Unmasked<'_> {
+    fn list(&self, query: Query, _: Option<&BTreeSet<String>>) -> Result<Vec<u8>, String> {
+        self.0.list(query, None)
+    }
+}
+
+#[test]
+fn field_masks_never_change_a_verdict() {
+    let k8s = cluster(vec![
+        tenant("tenant-root", "root", json!({})),
+        tenant(
+            "tenant-root",
+            "foo",
+            json!({"cpu": "64", "memory": "256Gi", "storage": "2Ti",
+            "gpuclass.cozystack.io/devices": "2"}),
+        ),
+        tenant("tenant-foo", "dev", json!({})),
+        tenant(
+            "tenant-foo",
+            "team",
+            json!({"cpu": "4", "memory": 8589934592u64}),
+        ),
+        application(
+            "VMInstance",
+            "tenant-foo",
+            "vm1",
+            json!({"instanceType": "u1.large",
+            "systemDisk": {"image": "ubuntu", "storage": "20Gi"}, "cloudInit": "#cloud-config"}),
+        ),
+        application(
+            "VMInstance",
+            "tenant-foo-dev",
+            "gpu",
+            json!({"instanceType": "",
+            "resources": {"cpu": "2", "memory": "4Gi"}, "gpus": [{"name": "nvidia.com/AD102GL_L40S"}]}),
+        ),
+        application(
+            "Postgres",
+            "tenant-foo",
+            "pg",
+            json!({"replicas": 3, "resourcesPreset": "u1.medium",
+            "size": "50Gi", "users": {"app": {"password": "x"}}}),
+        ),
+        application(
+            "Kubernetes",
+            "tenant-foo-dev",
+            "k8s",
+            json!({"nodeGroups": {
+            "md0": {"maxReplicas": 4, "instanceType": "u1.xlarge", "diskSize": "40Gi"},
+            "md1": {"maxReplicas": 2, "instanceType": "", "resources": {"cpu": "4", "memory": "8Gi"}}},
+            "controlPlane": {"replicas": 3, "apiServer": {"resourcesPreset": "large"}}}),
+        ),
+        application(
+            "Kafka",
+            "tenant-foo",
+            "kafka",
+            json!({"kafka": {"replicas": 5, "size": "100Gi"},
+            "zookeeper": {"replicas": 3}}),
+        ),
+        application(
+            "ClickHouse",
+            "tenant-foo-team",
+            "ch",
+            json!({"shards": 2, "replicas": 2,
+            "clickhouseKeeper": {"enabled": true}}),
+        ),
+        // Siblings whose values are malformed: the same problems must surface either way.
+        application(
+            "VMInstance",
+            "tenant-foo",
+            "bad-resources",
+            json!({"instanceType": "", "resources": "big"}),
+        ),
+        application(
+            "Kubernetes",
+            "tenant-foo",
+            "bad-groups",
+            json!({"nodeGroups": [{"maxReplicas": "many"}]}),
+        ),
+        application(
+            "Postgres",
+            "tenant-foo",
+            "bad-replicas",
+            json!({"replicas": [1]}),
+        ),
+        application("NATS", "tenant-foo", "nats", json!({"jetstream": "yes"})),
+    ]);
+    let requests = [
+        payload(
+            "CREATE",
+            "VMInstance",
+            "tenant-foo",
+            "new",
+            json!({"instanceType": "u1.2xlarge"}),
+            None,
+            json!({}),
+        ),
+        payload(
+            "CREATE",
+            "VMInstance",
+            "tenant-foo-dev",
+            "new",
+            json!({"instanceType": "u1.2xlarge"}),
+            None,
+            json!({"siblingFailure": "warn"}),
+        ),
+        payload(
+            "CREATE",
+            "Postgres",
+            "tenant-foo",
+            "huge",
+            json!({"replicas": 40, "resourcesPreset": "2xlarge"}),
+            None,
+            json!({"siblingFailure": "warn"}),
+        ),
+        payload(
+            "UPDATE",
+            "Kubernetes",
+            "tenant-foo-dev",
+            "k8s",
+            json!({"nodeGroups": {"md0": {"maxReplicas": 40}}}),
+            Some(json!({})),
+            json!({"siblingFailure": "warn"}),
+        ),
+        payload(
+            "CREATE",
+            "VMInstance",
+            "tenant-foo-team",
+            "gpu2",
+            json!({"gpus": [{"name": "nvidia.com/AD102GL_L40S"}]}),
+            None,
+            json!({"siblingFailure": "warn", "gpuDeviceClasses": {"nvidia.com/AD102GL_L40S": "l40s"}}),
+        ),
+        payload(
+            "UPDATE",
+            "Tenant",
+            "tenant-foo",
+            "team",
+            json!({"resourceQuotas": {"cpu": "40"}}),
+            Some(json!({"resourceQuotas": {"cpu": "4"}})),
+            json!({"siblingFailure": "warn"}),
+        ),
+        payload(
+            "CREATE",
+            "Tenant",
+            "tenant-foo",
+            "team2",
+            json!({"resourceQuotas": {"cpu": "4"}}),
+            None,
+            json!({}),
+        ),
+    ];
+    let mut refused_or_warned = 0;
+    for request in &requests {
+        let masked = validate_payload(request, &k8s);
+        let whole = validate_payload(request, &Unmasked(&k8s));
+        assert_eq!(masked, whole, "{}", String::from_utf8_lossy(request));
+        refused_or_warned += usize::from(!masked.allowed || !masked.warnings.is_empty());
+    }
+    assert_eq!(
+        refused_or_warned,
+        requests.len(),
+        "the requests exercise rejections and warnings"
+    );
+    // Every masked run's lists were masked; the unmasked runs asked the same lists whole.
+    let asked = k8s.masks_asked();
+    assert_eq!(
+        asked.iter().filter(|m| m.is_some()).count() * 2,
+        asked.len()
     );
 }
 
@@ -428,11 +618,11 @@ fn shrinking_passes_even_over_budget() {
     assert_eq!(
         k8s.calls(),
         [
-            Query::Applications,
             Query::Definitions,
+            Query::Applications,
             Query::InstanceTypes,
-            Query::Applications,
             Query::Definitions,
+            Query::Applications,
             Query::InstanceTypes
         ]
     );
@@ -510,8 +700,8 @@ fn a_namespace_outside_any_pool_is_accepted() {
     assert!(v.allowed);
     assert_eq!(
         k8s.calls(),
-        [Query::Applications],
-        "no definitions needed outside a pool"
+        [Query::Definitions, Query::Applications],
+        "no instance type needed outside a pool"
     );
     let v = create(
         &k8s,

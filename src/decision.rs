@@ -19,10 +19,18 @@ pub struct Usage {
 
 impl Usage {
     pub fn add(&mut self, charge: &Resources) -> Result<(), Overflow> {
-        self.reserved.add_all(charge)?;
-        for (key, q) in charge.iter() {
-            if q.is_positive() {
-                *self.holders.entry(key.to_string()).or_insert(0) += 1;
+        charge.iter().try_for_each(|(key, q)| self.add_key(key, q))
+    }
+
+    /// One application's reservation of `key`.
+    pub fn add_key(&mut self, key: &str, q: Quantity) -> Result<(), Overflow> {
+        self.reserved.add(key, q)?;
+        if q.is_positive() {
+            match self.holders.get_mut(key) {
+                Some(holders) => *holders += 1,
+                None => {
+                    self.holders.insert(key.to_string(), 1);
+                }
             }
         }
         Ok(())

@@ -1,8 +1,11 @@
 //! `cozystack.io/v1alpha1` ApplicationDefinition: the parts this policy reads, and the
 //! declarative `spec.reservation` contract.
 
+use std::collections::BTreeSet;
+
 use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::values::Schema;
 
@@ -32,8 +35,10 @@ pub struct DefinitionSpec {
 #[derive(Deserialize, Debug, Clone)]
 pub struct ApplicationSpec {
     pub kind: String,
+    /// The raw JSON string token, decoded (unescaped, then parsed) only for the kinds a
+    /// request evaluates: the schemas are most of the definitions list.
     #[serde(default, rename = "openAPISchema")]
-    pub open_api_schema: Option<String>,
+    pub open_api_schema: Option<Box<RawValue>>,
 }
 
 /// How to read one application's size from its values. Every path is a dot-separated path
@@ -90,17 +95,7 @@ impl Reservation {
         if depth > MAX_NESTING {
             return Err(format!("nested deeper than {MAX_NESTING} levels"));
         }
-        let paths = self
-            .replicas
-            .iter()
-            .chain(&self.storage)
-            .chain(&self.resources)
-            .chain(&self.instance_type)
-            .chain(&self.preset)
-            .chain(&self.gpus)
-            .chain(&self.enabled_by)
-            .chain(self.each.iter().map(|e| &e.path));
-        for path in paths {
+        for path in self.own_paths() {
             if path.is_empty() || path.split('.').any(str::is_empty) {
                 return Err(format!("{path:?} is not a dot-separated path"));
             }
@@ -117,6 +112,28 @@ impl Reservation {
             each.reservation.check(depth + 1)?;
         }
         self.components.iter().try_for_each(|c| c.check(depth + 1))
+    }
+
+    /// The paths of this block itself (not of its components, nor inside `each` items).
+    fn own_paths(&self) -> impl Iterator<Item = &String> {
+        self.replicas
+            .iter()
+            .chain(&self.storage)
+            .chain(&self.resources)
+            .chain(&self.instance_type)
+            .chain(&self.preset)
+            .chain(&self.gpus)
+            .chain(&self.enabled_by)
+            .chain(self.each.iter().map(|e| &e.path))
+    }
+
+    /// Every path of the values this block reads, relative to the values it applies to. An
+    /// `each` collection is read whole: its items' paths are relative to each item.
+    pub fn read_paths<'a>(&'a self, into: &mut BTreeSet<&'a str>) {
+        into.extend(self.own_paths().map(String::as_str));
+        for component in &self.components {
+            component.read_paths(into);
+        }
     }
 
     /// Whether the block reads a size (and so must find one for cpu and memory).
@@ -161,11 +178,31 @@ impl ApplicationDefinition {
                 format!("ApplicationDefinition {name}: spec.reservation is invalid: {e}")
             })?),
         };
-        let schema = match self.spec.application.open_api_schema.as_deref() {
-            None | Some("") => Schema::none(),
-            Some(text) => Schema::parse(text).map_err(|e| {
+        let text = match self.spec.application.open_api_schema.as_deref() {
+            None => String::new(),
+            // A list answer is valid JSON, so the raw token always parses.
+            Some(raw) => match serde_json::from_str::<Value>(raw.get()) {
+                Ok(Value::String(text)) => text,
+                Ok(Value::Null) => String::new(),
+                Ok(other) => {
+                    return Err(format!(
+                        "ApplicationDefinition {name}: spec.application.openAPISchema must be a string, not {}",
+                        crate::evaluate::describe(&other)
+                    ));
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "ApplicationDefinition {name}: spec.application.openAPISchema: {e}"
+                    ));
+                }
+            },
+        };
+        let schema = if text.is_empty() {
+            Schema::none()
+        } else {
+            Schema::parse(&text).map_err(|e| {
                 format!("ApplicationDefinition {name}: spec.application.openAPISchema is not valid JSON: {e}")
-            })?,
+            })?
         };
         Ok(Governing {
             definition_name: name.clone(),

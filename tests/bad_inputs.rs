@@ -317,10 +317,11 @@ fn delete_and_connect_make_no_lookups() {
 }
 
 #[test]
-fn a_namespace_outside_any_pool_reads_only_the_applications() {
+fn a_namespace_outside_any_pool_reads_no_instance_types() {
     let k8s = cluster();
     assert!(run("outside-any-pool-not-evaluated", &k8s).allowed);
-    assert_eq!(k8s.calls(), [Query::Applications]);
+    // The definitions come first: they decide the HelmReleases' field masks.
+    assert_eq!(k8s.calls(), [Query::Definitions, Query::Applications]);
 }
 
 // ---- found by this table, fixed in src/ ---------------------------------------------------
@@ -488,43 +489,36 @@ fn a_generated_deep_request_is_a_clean_rejection() {
 
 #[test]
 fn a_stored_sibling_nested_past_the_limit_is_a_sibling_problem() {
-    let mut objects = objects();
-    objects.push(application(
-        "VMInstance",
-        "tenant-foo",
-        "deep",
-        json!({"instanceType": "u1.medium", "extra": nested(300)}),
-    ));
-    let k8s = fixtures::cluster(objects);
-    let v = validate_payload(
-        &payload(
+    let with = |values: Value| {
+        let mut objects = objects();
+        objects.push(application("VMInstance", "tenant-foo", "deep", values));
+        fixtures::cluster(objects)
+    };
+    let disk = |k8s: &Fixture, settings: Value| {
+        let request = payload(
             "CREATE",
             "VMDisk",
             "tenant-foo",
             "d",
             json!({}),
             None,
-            json!({}),
-        ),
-        &k8s,
-    );
+            settings,
+        );
+        validate_payload(&request, k8s)
+    };
+    // In a field no reservation reads, the host prunes it away (field masks): nothing to see.
+    let k8s = with(json!({"instanceType": "u1.medium", "extra": nested(300)}));
+    let v = disk(&k8s, json!({}));
+    assert!(v.allowed && v.warnings.is_empty(), "{v:?}");
+    // In a field the reservation reads, it is served whole and cannot be evaluated.
+    let k8s = with(json!({"instanceType": "", "resources": nested(300)}));
+    let v = disk(&k8s, json!({}));
     let message = v.message.as_deref().unwrap_or("");
     assert!(
         message.contains("1 other object cannot be evaluated (siblingFailure: deny): VMInstance tenant-foo/deep: spec.values is not valid JSON: recursion limit exceeded"),
         "{v:?}"
     );
-    let v = validate_payload(
-        &payload(
-            "CREATE",
-            "VMDisk",
-            "tenant-foo",
-            "d",
-            json!({}),
-            None,
-            json!({"siblingFailure": "warn"}),
-        ),
-        &k8s,
-    );
+    let v = disk(&k8s, json!({"siblingFailure": "warn"}));
     assert!(v.allowed, "{v:?}");
     assert!(
         v.warnings[0].starts_with("counted as zero in pool tenant-foo: VMInstance tenant-foo/deep"),

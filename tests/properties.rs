@@ -9,6 +9,7 @@
 //!
 //! Case counts are kept moderate (64-256) so that `cargo test` stays fast on two cores.
 
+use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
 use proptest::prelude::*;
@@ -79,8 +80,9 @@ fn lists() -> &'static Static {
         );
         let fixture = Fixture::new(objects);
         Static {
-            definitions: fixture.list(Query::Definitions).expect("a list"),
-            instance_types: fixture.list(Query::InstanceTypes).expect("a list"),
+            // Whole objects: a host may always answer more than the masks ask.
+            definitions: fixture.list(Query::Definitions, None).expect("a list"),
+            instance_types: fixture.list(Query::InstanceTypes, None).expect("a list"),
         }
     })
 }
@@ -92,9 +94,13 @@ fn cluster(objects: Vec<Value>) -> Cluster {
 }
 
 impl Kubernetes for Cluster {
-    fn list(&self, query: Query) -> Result<Vec<u8>, String> {
+    fn list(
+        &self,
+        query: Query,
+        field_masks: Option<&BTreeSet<String>>,
+    ) -> Result<Vec<u8>, String> {
         match query {
-            Query::Applications => self.applications.list(query),
+            Query::Applications => self.applications.list(query, field_masks),
             Query::Definitions => Ok(lists().definitions.clone()),
             Query::InstanceTypes => Ok(lists().instance_types.clone()),
         }

@@ -13,6 +13,7 @@
 
 #![no_main]
 
+use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
@@ -131,9 +132,9 @@ fn lists() -> &'static Lists {
     LISTS.get_or_init(|| {
         let cluster = fixtures::cluster(pools());
         Lists {
-            applications: cluster.list(Query::Applications).expect("a list"),
-            definitions: cluster.list(Query::Definitions).expect("a list"),
-            instance_types: cluster.list(Query::InstanceTypes).expect("a list"),
+            applications: cluster.list(Query::Applications, None).expect("a list"),
+            definitions: cluster.list(Query::Definitions, None).expect("a list"),
+            instance_types: cluster.list(Query::InstanceTypes, None).expect("a list"),
         }
     })
 }
@@ -144,7 +145,11 @@ struct Cluster {
 }
 
 impl Kubernetes for Cluster {
-    fn list(&self, query: Query) -> Result<Vec<u8>, String> {
+    fn list(
+        &self,
+        query: Query,
+        _field_masks: Option<&BTreeSet<String>>,
+    ) -> Result<Vec<u8>, String> {
         let lists = lists();
         Ok(match query {
             Query::Applications => self
@@ -164,7 +169,7 @@ fn stored_with(object: Value) -> Cluster {
     Cluster {
         applications: Some(
             Fixture::new(objects)
-                .list(Query::Applications)
+                .list(Query::Applications, None)
                 .expect("a list"),
         ),
     }

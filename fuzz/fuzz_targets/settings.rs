@@ -6,6 +6,7 @@
 
 #![no_main]
 
+use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
@@ -64,15 +65,19 @@ fn cluster() -> &'static Cluster {
             application("Bucket", "tenant-legacy", "b", json!({})),
         ]);
         Cluster {
-            applications: fixture.list(Query::Applications).expect("a list"),
-            definitions: fixture.list(Query::Definitions).expect("a list"),
-            instance_types: fixture.list(Query::InstanceTypes).expect("a list"),
+            applications: fixture.list(Query::Applications, None).expect("a list"),
+            definitions: fixture.list(Query::Definitions, None).expect("a list"),
+            instance_types: fixture.list(Query::InstanceTypes, None).expect("a list"),
         }
     })
 }
 
 impl Kubernetes for Cluster {
-    fn list(&self, query: Query) -> Result<Vec<u8>, String> {
+    fn list(
+        &self,
+        query: Query,
+        _field_masks: Option<&BTreeSet<String>>,
+    ) -> Result<Vec<u8>, String> {
         Ok(match query {
             Query::Applications => self.applications.clone(),
             Query::Definitions => self.definitions.clone(),

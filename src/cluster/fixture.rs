@@ -1,6 +1,10 @@
-//! An in-memory cluster: answers list queries from a set of objects, counting the calls.
+//! An in-memory cluster: answers list queries from a set of objects, pruned to the field
+//! masks asked for as the Kubewarden host prunes them, and records the calls.
 
 use std::cell::RefCell;
+use std::collections::BTreeSet;
+
+use field_mask::FieldMask;
 
 use serde_json::{Value, json};
 
@@ -11,7 +15,7 @@ pub struct Fixture {
     objects: Vec<Value>,
     /// Answers to return instead of a list (a host that misbehaves).
     overrides: Vec<(Query, Result<Vec<u8>, String>)>,
-    calls: RefCell<Vec<Query>>,
+    calls: RefCell<Vec<(Query, Option<BTreeSet<String>>)>>,
 }
 
 impl Fixture {
@@ -34,18 +38,28 @@ impl Fixture {
 
     /// The queries asked so far, in order.
     pub fn calls(&self) -> Vec<Query> {
-        self.calls.borrow().clone()
+        self.calls.borrow().iter().map(|(q, _)| *q).collect()
     }
 
-    /// The list the host would return for `query`.
-    pub fn list_value(&self, query: Query) -> Value {
-        let items: Vec<&Value> = self
+    /// The field masks asked with each query so far, in order.
+    pub fn masks_asked(&self) -> Vec<Option<BTreeSet<String>>> {
+        self.calls.borrow().iter().map(|(_, m)| m.clone()).collect()
+    }
+
+    /// The list the host would return for `query` with `field_masks`.
+    pub fn list_value(&self, query: Query, field_masks: Option<&BTreeSet<String>>) -> Value {
+        let mask = FieldMask::new(field_masks);
+        let items: Vec<Value> = self
             .objects
             .iter()
             .filter(|o| o["apiVersion"] == query.api_version() && o["kind"] == query.kind())
             .filter(|o| match query.label_selector() {
                 Some(label) => o["metadata"]["labels"].get(label).is_some(),
                 None => true,
+            })
+            .map(|o| match &mask {
+                Some(mask) => mask.apply(o),
+                None => o.clone(),
             })
             .collect();
         json!({
@@ -58,11 +72,16 @@ impl Fixture {
 }
 
 impl Kubernetes for Fixture {
-    fn list(&self, query: Query) -> Result<Vec<u8>, String> {
-        self.calls.borrow_mut().push(query);
+    fn list(
+        &self,
+        query: Query,
+        field_masks: Option<&BTreeSet<String>>,
+    ) -> Result<Vec<u8>, String> {
+        self.calls.borrow_mut().push((query, field_masks.cloned()));
         if let Some((_, answer)) = self.overrides.iter().find(|(q, _)| *q == query) {
             return answer.clone();
         }
-        Ok(serde_json::to_vec(&self.list_value(query)).expect("a JSON value serialises"))
+        Ok(serde_json::to_vec(&self.list_value(query, field_masks))
+            .expect("a JSON value serialises"))
     }
 }

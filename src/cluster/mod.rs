@@ -6,19 +6,22 @@
 //! exercises the same code as production.
 //!
 //! The number of calls per request is constant, whatever the number of applications: one
-//! list of HelmReleases (every application and every Tenant), one list of definitions, and
+//! list of definitions, one list of HelmReleases (every application and every Tenant), and
 //! one list of instance types only when an evaluation needs one. They come in that order,
-//! as kwctl's session replay requires a deterministic sequence.
+//! as kwctl's session replay requires a deterministic sequence: the definitions come first
+//! because they say which fields of the applications' values the policy reads, and so which
+//! field masks the host can prune the HelmReleases to.
 
+#[cfg(any(test, feature = "fixtures"))]
 pub mod fixture;
 pub mod host;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::definition::ApplicationDefinition;
+use crate::definition::{ApplicationDefinition, Reservation};
 use crate::evaluate::InstanceTypeSize;
 use crate::quantity::Quantity;
 
@@ -29,13 +32,21 @@ pub const NAME_LABEL: &str = "apps.cozystack.io/application.name";
 /// The three lists the policy reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Query {
-    /// `helm.toolkit.fluxcd.io/v2` HelmReleases labelled as Cozystack applications.
-    Applications,
     /// `cozystack.io/v1alpha1` ApplicationDefinitions.
     Definitions,
+    /// `helm.toolkit.fluxcd.io/v2` HelmReleases labelled as Cozystack applications.
+    Applications,
     /// `instancetype.kubevirt.io/v1beta1` VirtualMachineClusterInstancetypes.
     InstanceTypes,
 }
+
+/// The field masks that keep a HelmRelease's whole `spec.values`: used when the definitions
+/// cannot be read, so that nothing a reservation might read is pruned.
+pub const WHOLE_VALUES: &[&str] = &["spec.values"];
+
+/// More masks than this (a cluster with very many definitions) and the whole values are
+/// asked for instead: a long mask list costs the host more than it saves.
+const MAX_FIELD_MASKS: usize = 256;
 
 impl Query {
     pub fn api_version(self) -> &'static str {
@@ -61,23 +72,80 @@ impl Query {
         }
     }
 
-    /// Only what the policy reads: a HelmRelease's status and chart spec are most of its size.
-    pub fn field_masks(self) -> Option<&'static [&'static str]> {
+    /// The fields the policy reads of every object of the list, whatever the cluster holds
+    /// (the host always keeps `apiVersion`, `kind` and `metadata`). A HelmRelease is also
+    /// read in the value paths of [`application_masks`].
+    pub fn fixed_field_masks(self) -> &'static [&'static str] {
         match self {
-            Query::Applications => Some(&[
-                "metadata.labels",
+            // A HelmRelease's chart spec and status are most of its size.
+            Query::Applications => &["metadata.labels", "metadata.name", "metadata.namespace"],
+            // A definition's dashboard (its icon), release and secrets are most of its size.
+            Query::Definitions => &[
                 "metadata.name",
-                "metadata.namespace",
-                "spec.values",
-            ]),
-            _ => None,
+                "spec.application.kind",
+                "spec.application.openAPISchema",
+                "spec.reservation",
+            ],
+            // An instance type's description annotations are most of its size.
+            Query::InstanceTypes => &[
+                "metadata.name",
+                "spec.cpu.guest",
+                "spec.gpus",
+                "spec.memory.guest",
+            ],
         }
     }
 }
 
-/// Answers a list query with the JSON list the Kubewarden host returns.
+/// The field masks for the HelmRelease list: the fixed ones, every `spec.values` path a
+/// definition's reservation block reads, and a Tenant's `resourceQuotas`. Without
+/// definitions (`None`: they cannot be read) the whole values are kept.
+///
+/// A mask under another is dropped: the host keeps only the deeper path when both are given
+/// (`spec` with `spec.a` keeps only `spec.a`), and the shorter one must keep its subtree.
+pub fn application_masks(definitions: Option<&[ApplicationDefinition]>) -> BTreeSet<String> {
+    let fixed = Query::Applications.fixed_field_masks().iter();
+    let whole = || {
+        fixed
+            .clone()
+            .chain(WHOLE_VALUES)
+            .map(|m| m.to_string())
+            .collect()
+    };
+    let Some(definitions) = definitions else {
+        return whole();
+    };
+    let blocks: Vec<Reservation> = definitions
+        .iter()
+        .filter_map(|d| d.spec.reservation.as_ref())
+        // A block that does not parse makes its kind unevaluable whatever the values hold.
+        .filter_map(|block| Reservation::from_value(block).ok())
+        .collect();
+    let mut paths = BTreeSet::from([crate::admission::RESOURCE_QUOTAS]);
+    for block in &blocks {
+        block.read_paths(&mut paths);
+    }
+    let under_another = |path: &str| {
+        path.match_indices('.')
+            .any(|(dot, _)| paths.contains(&path[..dot]))
+    };
+    let masks: BTreeSet<String> = paths
+        .iter()
+        .filter(|p| !under_another(p))
+        .map(|p| format!("spec.values.{p}"))
+        .chain(fixed.clone().map(|m| m.to_string()))
+        .collect();
+    if masks.len() > MAX_FIELD_MASKS {
+        return whole();
+    }
+    masks
+}
+
+/// Answers a list query with the JSON list the Kubewarden host returns, its items pruned to
+/// `field_masks` (`None`: whole objects).
 pub trait Kubernetes {
-    fn list(&self, query: Query) -> Result<Vec<u8>, String>;
+    fn list(&self, query: Query, field_masks: Option<&BTreeSet<String>>)
+    -> Result<Vec<u8>, String>;
 }
 
 #[derive(Deserialize)]
@@ -127,7 +195,16 @@ struct HelmReleaseMetadata {
     #[serde(default)]
     namespace: String,
     #[serde(default)]
-    labels: BTreeMap<String, String>,
+    labels: Labels,
+}
+
+/// The two labels read; the others are skipped unread.
+#[derive(Deserialize, Default)]
+struct Labels {
+    #[serde(rename = "apps.cozystack.io/application.kind")]
+    kind: Option<String>,
+    #[serde(rename = "apps.cozystack.io/application.name")]
+    name: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -141,21 +218,24 @@ pub fn parse_applications(bytes: &[u8]) -> Result<Vec<Application>, String> {
     Ok(releases
         .into_iter()
         .filter_map(|hr| {
-            let mut labels = hr.metadata.labels;
-            let kind = labels.remove(KIND_LABEL)?;
-            let name = labels.remove(NAME_LABEL).unwrap_or(hr.metadata.name);
+            let labels = hr.metadata.labels;
             Some(Application {
-                kind,
+                kind: labels.kind?,
                 namespace: hr.metadata.namespace,
-                name,
+                name: labels.name.unwrap_or(hr.metadata.name),
                 values: hr.spec.and_then(|s| s.values),
             })
         })
         .collect())
 }
 
+/// The definitions of the list. One pass when every item has the shape of a definition;
+/// otherwise item by item, so that one malformed definition (ignored, as if absent) does not
+/// hide the others.
 pub fn parse_definitions(bytes: &[u8]) -> Result<Vec<ApplicationDefinition>, String> {
-    // Item by item, so that one malformed definition does not hide the others.
+    if let Ok(all) = serde_json::from_slice::<List<ApplicationDefinition>>(bytes) {
+        return Ok(all.items);
+    }
     let items: Vec<&RawValue> = parse_list(Query::Definitions, bytes)?;
     Ok(items
         .into_iter()
@@ -258,6 +338,68 @@ mod tests {
         );
         assert!(parse_definitions(b"[]").is_err());
         assert!(parse_instance_types(b"not json").is_err());
+    }
+
+    fn definition(kind: &str, reservation: serde_json::Value) -> ApplicationDefinition {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": kind.to_lowercase()},
+            "spec": {"application": {"kind": kind}, "reservation": reservation},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn masks_keep_what_the_reservations_read_and_no_path_under_another() {
+        let masks = |defs: &[ApplicationDefinition]| -> Vec<String> {
+            application_masks(Some(defs)).into_iter().collect()
+        };
+        let defs = [
+            definition(
+                "A",
+                serde_json::json!({"replicas": "x.replicas", "resources": "x",
+                "components": [{"enabledBy": "y.enabled", "storage": ["y.size", "z"]}]}),
+            ),
+            definition(
+                "B",
+                serde_json::json!({"each": {"path": "groups",
+                "reservation": {"replicas": "maxReplicas"}}, "preset": "x-preset"}),
+            ),
+            // Unparseable: its kind cannot be evaluated whatever its values hold.
+            definition("C", serde_json::json!({"replica": "ignored"})),
+        ];
+        assert_eq!(
+            masks(&defs),
+            [
+                "metadata.labels",
+                "metadata.name",
+                "metadata.namespace",
+                "spec.values.groups",
+                "spec.values.resourceQuotas",
+                "spec.values.x",
+                "spec.values.x-preset",
+                "spec.values.y.enabled",
+                "spec.values.y.size",
+                "spec.values.z",
+            ]
+        );
+        let whole: BTreeSet<String> = [
+            "metadata.labels",
+            "metadata.name",
+            "metadata.namespace",
+            "spec.values",
+        ]
+        .map(String::from)
+        .into();
+        assert_eq!(application_masks(None), whole);
+        let many: Vec<ApplicationDefinition> = (0..300)
+            .map(|i| {
+                definition(
+                    &format!("K{i}"),
+                    serde_json::json!({"storage": format!("s{i}")}),
+                )
+            })
+            .collect();
+        assert_eq!(application_masks(Some(&many)), whole);
     }
 
     #[test]
