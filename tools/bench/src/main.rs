@@ -28,12 +28,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use serde_json::Value;
-use tenant_reservation_policy::cluster::{Kubernetes, Query};
 use tenant_reservation_policy::validate_payload;
 
 use host::{Instance, Policy};
 use stats::{Bytes, Human, Summary};
-use workload::{Answers, Workload};
+use workload::{Native, Workload};
 
 #[derive(Parser, Debug)]
 #[command(about = "Admission latency and cost of policy.wasm as tenant pools grow")]
@@ -66,15 +65,6 @@ struct Args {
 fn default_policy() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../target/wasm32-wasip1/release/tenant_reservation_policy.wasm")
-}
-
-/// The native policy's view of the same cluster (with the linked crate's field masks).
-struct Native<'a>(&'a Answers);
-
-impl Kubernetes for Native<'_> {
-    fn list(&self, query: Query) -> Result<Vec<u8>, String> {
-        Ok(self.0.for_crate(query).to_vec())
-    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

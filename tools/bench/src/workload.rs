@@ -2,12 +2,13 @@
 //! Kubernetes, with the chart defaults the Cozystack API stores and per-application
 //! variation), the real definitions and instance types, and the two admission requests.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
 
+use field_mask::FieldMask;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
-use tenant_reservation_policy::cluster::Query;
+use serde_json::{Value, json};
+use tenant_reservation_policy::cluster::{Kubernetes, Query};
 use tenant_reservation_policy::fixtures;
 
 /// The bounded Tenant whose pool is measured.
@@ -67,14 +68,19 @@ impl Answers {
         self.serialised.write().unwrap().insert(key, bytes.clone());
         bytes
     }
+}
 
-    /// The answer with the field masks of the linked policy crate.
-    pub fn for_crate(&self, query: Query) -> Arc<Vec<u8>> {
-        let mut masks: Option<Vec<&str>> = query.field_masks().map(<[&str]>::to_vec);
-        if let Some(m) = masks.as_mut() {
-            m.sort_unstable();
-        }
-        self.get(query, masks.as_deref())
+/// The native policy's view of the same cluster, pruned to the masks it asks for.
+pub struct Native<'a>(pub &'a Answers);
+
+impl Kubernetes for Native<'_> {
+    fn list(
+        &self,
+        query: Query,
+        field_masks: Option<&BTreeSet<String>>,
+    ) -> Result<Vec<u8>, String> {
+        let masks: Option<Vec<&str>> = field_masks.map(|m| m.iter().map(String::as_str).collect());
+        Ok(self.0.get(query, masks.as_deref()).to_vec())
     }
 }
 
@@ -88,8 +94,9 @@ pub struct Workload {
 /// A kubewarden list answer (`kind: ...List`), its items pruned to `masks` as the host
 /// prunes them.
 fn list(query: Query, items: &[Value], masks: Option<&[&str]>) -> Vec<u8> {
-    let items: Vec<Value> = match masks.filter(|m| !m.is_empty()) {
-        Some(masks) => items.iter().map(|item| masked(item, masks)).collect(),
+    let masks: Option<BTreeSet<String>> = masks.map(|m| m.iter().map(|s| s.to_string()).collect());
+    let items: Vec<Value> = match FieldMask::new(masks.as_ref()) {
+        Some(mask) => items.iter().map(|item| mask.apply(item)).collect(),
         None => items.to_vec(),
     };
     serde_json::to_vec(&json!({
@@ -99,44 +106,6 @@ fn list(query: Query, items: &[Value], masks: Option<&[&str]>) -> Vec<u8> {
         "items": items,
     }))
     .expect("JSON serialises")
-}
-
-/// Keeps only the dot paths of `masks`, as the Kubewarden host prunes a `field_masks` answer.
-/// Only paths through objects are supported (the policy's masks are such paths); a path
-/// through a list panics rather than serve a wrongly pruned answer.
-fn masked(object: &Value, masks: &[&str]) -> Value {
-    let mut out = Value::Object(Map::new());
-    for mask in masks {
-        let segments: Vec<&str> = mask.split('.').collect();
-        let mut from = object;
-        let mut found = true;
-        for s in &segments {
-            assert!(
-                !from.is_array(),
-                "field mask {mask:?} goes through a list: not supported by the bench"
-            );
-            match from.get(s) {
-                Some(v) => from = v,
-                None => {
-                    found = false;
-                    break;
-                }
-            }
-        }
-        if !found {
-            continue;
-        }
-        let mut to = &mut out;
-        for s in &segments[..segments.len() - 1] {
-            to = to
-                .as_object_mut()
-                .expect("mask paths are object paths")
-                .entry(s.to_string())
-                .or_insert_with(|| Value::Object(Map::new()));
-        }
-        to[segments[segments.len() - 1]] = from.clone();
-    }
-    out
 }
 
 fn yaml(text: &str) -> Value {
@@ -258,6 +227,30 @@ fn kubernetes_values(d: &Defaults, i: usize) -> Value {
     )
 }
 
+/// A stored HelmRelease as the host serves it in a list: with the metadata the API server and
+/// Flux set (the host always keeps `metadata` whole, emptying `managedFields`), and the
+/// chart spec and status a release carries (pruned by the field masks).
+fn served(mut release: Value, i: usize) -> Value {
+    let metadata = release["metadata"].as_object_mut().expect("metadata");
+    metadata.insert(
+        "uid".into(),
+        json!(format!("3f0c{i:04x}-8d1e-4c5b-9a7e-2b6d{i:08x}")),
+    );
+    metadata.insert(
+        "resourceVersion".into(),
+        json!(format!("{}", 1_048_576 + i * 7)),
+    );
+    metadata.insert("generation".into(), json!(1 + i % 4));
+    metadata.insert("creationTimestamp".into(), json!("2026-11-30T09:41:27Z"));
+    metadata.insert("finalizers".into(), json!(["finalizers.fluxcd.io"]));
+    metadata.insert("annotations".into(), json!({}));
+    metadata.insert("managedFields".into(), json!([]));
+    release["spec"]["interval"] = json!("5m");
+    release["spec"]["install"] = json!({"remediation": {"retries": -1}});
+    release["spec"]["upgrade"] = json!({"remediation": {"retries": -1}});
+    release
+}
+
 /// The pool's Tenants: `root`; `foo`, bounded; `foo/dev`, unbounded (a member); and
 /// `foo/team`, bounded (a carve-out). `foo`'s quota scales with the pool so the writes fit.
 fn tenants(size: usize) -> Vec<Value> {
@@ -316,7 +309,10 @@ pub fn generate(size: usize) -> (Workload, Answers) {
                 )
             }
         };
-        releases.push(fixtures::application(kind_name, namespace, &name, values));
+        releases.push(served(
+            fixtures::application(kind_name, namespace, &name, values),
+            i,
+        ));
     }
     let answers = Answers {
         items: [
@@ -326,11 +322,6 @@ pub fn generate(size: usize) -> (Workload, Answers) {
         ],
         serialised: RwLock::new(HashMap::new()),
     };
-    // Precomputed for the linked crate's masks (the policy's own, unless the module under
-    // test differs from it: then on its first request, before any timing).
-    for query in QUERIES {
-        answers.for_crate(query);
-    }
     let new_vm = vm_values(&defaults, 1); // a u1.medium
     let create = fixtures::payload(
         "CREATE",
@@ -354,6 +345,9 @@ pub fn generate(size: usize) -> (Workload, Answers) {
         Some(old),
         json!({}),
     );
+    // The answers for the masks the linked crate asks (the module under test asks the same,
+    // unless it differs: then they are computed on its first request, before any timing).
+    tenant_reservation_policy::validate_payload(&create, &Native(&answers));
     (
         Workload {
             create,
