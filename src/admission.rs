@@ -67,7 +67,7 @@ impl Subject<'_> {
     }
 
     fn is(&self, app: &Application) -> bool {
-        app.kind == self.kind && app.namespace == self.namespace && app.name == self.name
+        *app.kind == *self.kind && *app.namespace == *self.namespace && app.name == self.name
     }
 }
 
@@ -205,7 +205,7 @@ impl Applications {
             .enumerate()
             .map(|(i, app)| {
                 let values = app.values.as_ref().map_or("", |v| v.get());
-                *first.entry((app.kind.as_str(), values)).or_insert(i)
+                *first.entry((&*app.kind, values)).or_insert(i)
             })
             .collect();
         Applications { list, same_as }
@@ -276,7 +276,7 @@ impl<'k> Context<'k> {
         let tenants = self
             .applications()?
             .iter()
-            .filter(|a| a.kind == TENANT_KIND)
+            .filter(|a| *a.kind == *TENANT_KIND)
             .map(|a| {
                 let values = a.values.as_ref().map_or("{}", |v| v.get());
                 let parsed = serde_json::from_str::<Value>(values)
@@ -413,13 +413,13 @@ impl<'k> Context<'k> {
         let mut problems = Vec::new();
         let mut membership: HashMap<&str, Vec<bool>> = HashMap::new();
         for (index, app) in self.applications()?.iter().enumerate() {
-            if app.kind == TENANT_KIND
-                || self.settings.exempt_kinds.contains(&app.kind)
+            if *app.kind == *TENANT_KIND
+                || self.settings.exempt_kinds.contains(&*app.kind)
                 || skip(app)
             {
                 continue;
             }
-            let member = membership.entry(app.namespace.as_str()).or_insert_with(|| {
+            let member = membership.entry(&*app.namespace).or_insert_with(|| {
                 pools
                     .iter()
                     .map(|(key, root)| {

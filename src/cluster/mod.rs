@@ -16,7 +16,9 @@
 pub mod fixture;
 pub mod host;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::rc::Rc;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -168,8 +170,9 @@ fn parse_list<'a, T: Deserialize<'a>>(query: Query, bytes: &'a [u8]) -> Result<V
 /// `spec.values` is the application's spec.
 #[derive(Debug, Clone)]
 pub struct Application {
-    pub kind: String,
-    pub namespace: String,
+    /// Shared: a pool of a thousand applications holds a handful of kinds and namespaces.
+    pub kind: Rc<str>,
+    pub namespace: Rc<str>,
     pub name: String,
     /// Kept raw: only the applications of the pool in question are ever parsed.
     pub values: Option<Box<RawValue>>,
@@ -182,29 +185,31 @@ impl Application {
 }
 
 #[derive(Deserialize)]
-struct HelmRelease {
-    metadata: HelmReleaseMetadata,
+struct HelmRelease<'a> {
+    #[serde(borrow)]
+    metadata: HelmReleaseMetadata<'a>,
     #[serde(default)]
     spec: Option<HelmReleaseSpec>,
 }
 
+/// Borrowed from the answer where no escape forces a copy.
 #[derive(Deserialize)]
-struct HelmReleaseMetadata {
-    #[serde(default)]
-    name: String,
-    #[serde(default)]
-    namespace: String,
-    #[serde(default)]
-    labels: Labels,
+struct HelmReleaseMetadata<'a> {
+    #[serde(default, borrow)]
+    name: Cow<'a, str>,
+    #[serde(default, borrow)]
+    namespace: Cow<'a, str>,
+    #[serde(default, borrow)]
+    labels: Labels<'a>,
 }
 
 /// The two labels read; the others are skipped unread.
 #[derive(Deserialize, Default)]
-struct Labels {
-    #[serde(rename = "apps.cozystack.io/application.kind")]
-    kind: Option<String>,
-    #[serde(rename = "apps.cozystack.io/application.name")]
-    name: Option<String>,
+struct Labels<'a> {
+    #[serde(rename = "apps.cozystack.io/application.kind", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(rename = "apps.cozystack.io/application.name", borrow)]
+    name: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -215,14 +220,25 @@ struct HelmReleaseSpec {
 
 pub fn parse_applications(bytes: &[u8]) -> Result<Vec<Application>, String> {
     let releases: Vec<HelmRelease> = parse_list(Query::Applications, bytes)?;
+    let mut interned: HashMap<Cow<str>, Rc<str>> = HashMap::new();
+    let mut intern = |s: Cow<'_, str>| -> Rc<str> {
+        match interned.get(s.as_ref()) {
+            Some(shared) => shared.clone(),
+            None => {
+                let shared: Rc<str> = Rc::from(s.as_ref());
+                interned.insert(Cow::Owned(s.into_owned()), shared.clone());
+                shared
+            }
+        }
+    };
     Ok(releases
         .into_iter()
         .filter_map(|hr| {
             let labels = hr.metadata.labels;
             Some(Application {
-                kind: labels.kind?,
-                namespace: hr.metadata.namespace,
-                name: labels.name.unwrap_or(hr.metadata.name),
+                kind: intern(labels.kind?),
+                namespace: intern(hr.metadata.namespace),
+                name: labels.name.unwrap_or(hr.metadata.name).into_owned(),
                 values: hr.spec.and_then(|s| s.values),
             })
         })
@@ -319,10 +335,16 @@ mod tests {
             {"metadata":{"name":"vm-instance-db1","namespace":"tenant-foo","labels":{
                 "apps.cozystack.io/application.kind":"VMInstance","apps.cozystack.io/application.name":"db1"}},
              "spec":{"values":{"instanceType":"u1.large"}}},
+            {"metadata":{"name":"vm-instance-db2","namespace":"tenant-\u0066oo","labels":{
+                "apps.cozystack.io/application.kind":"VM\u0049nstance"}}},
             {"metadata":{"name":"not-an-app","namespace":"tenant-foo","labels":{}}}]}"#;
         let apps = parse_applications(list).unwrap();
-        assert_eq!(apps.len(), 1);
+        assert_eq!(apps.len(), 2);
         assert_eq!(apps[0].label(), "VMInstance tenant-foo/db1");
+        // Escaped strings are decoded, and equal strings shared.
+        assert_eq!(apps[1].label(), "VMInstance tenant-foo/vm-instance-db2");
+        assert!(Rc::ptr_eq(&apps[0].kind, &apps[1].kind));
+        assert!(apps[1].values.is_none());
         assert_eq!(
             apps[0].values.as_ref().unwrap().get(),
             r#"{"instanceType":"u1.large"}"#
