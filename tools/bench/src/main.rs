@@ -19,6 +19,7 @@ mod memory;
 mod stats;
 mod workload;
 
+use std::collections::HashSet;
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,6 +29,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use serde_json::Value;
+use tenant_reservation_policy::cluster::parse_applications;
 use tenant_reservation_policy::validate_payload;
 
 use host::{Instance, Policy};
@@ -95,6 +97,8 @@ struct Row {
     policy: Summary,
     host_calls: usize,
     answer_bytes: usize,
+    /// Stored applications served, and how many distinct (kind, pruned values) among them.
+    stored: (usize, usize),
     memory_after: Option<usize>,
     fresh_memory: Option<usize>,
     native: Summary,
@@ -121,6 +125,23 @@ fn floor_once(answers: &[Arc<Vec<u8>>]) -> Duration {
         black_box(v);
     }
     start.elapsed()
+}
+
+/// The stored applications (labelled HelmReleases, the pool's Tenants included) in a request's
+/// answers, and how many of them the policy evaluates: it charges each distinct (kind, pruned
+/// values) once. Only the Applications answer holds
+/// labelled HelmReleases, so the other answers count for nothing.
+fn stored_and_distinct(answers: &[Arc<Vec<u8>>]) -> (usize, usize) {
+    let mut stored = 0;
+    let mut distinct = HashSet::new();
+    for bytes in answers {
+        for app in parse_applications(bytes).unwrap_or_default() {
+            stored += 1;
+            let values = app.values.map(|v| v.get().to_string()).unwrap_or_default();
+            distinct.insert((app.kind.to_string(), values));
+        }
+    }
+    (stored, distinct.len())
 }
 
 fn time_series(iterations: usize, mut f: impl FnMut() -> Result<Duration>) -> Result<Summary> {
@@ -242,6 +263,7 @@ fn run() -> Result<bool> {
             }
             // What one request was served: the floor's input.
             let served = instance.served.last_answers();
+            let stored = stored_and_distinct(&served);
             for _ in 0..args.warmup {
                 black_box(floor_once(&served));
             }
@@ -332,6 +354,7 @@ fn run() -> Result<bool> {
                 policy,
                 host_calls,
                 answer_bytes,
+                stored,
                 memory_after,
                 fresh_memory,
                 native,
@@ -353,9 +376,9 @@ fn print_tables(rows: &[Row], initial_memory: Option<usize>) {
     let mem = |m: Option<usize>| m.map_or("-".to_string(), |b| Bytes(b).to_string());
     println!("## Warm instance: repeated `validate` calls\n");
     println!(
-        "| pool | op | median | p99 | host calls | answer bytes | guest memory after | native policy | floor (serde_json::Value) | policy / floor | Δ median per added app |"
+        "| pool | op | median | p99 | host calls | answer bytes | stored apps / distinct charged | guest memory after | native policy | floor (serde_json::Value) | policy / floor | Δ median per added app |"
     );
-    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for row in rows {
         let previous = rows
             .iter()
@@ -366,13 +389,15 @@ fn print_tables(rows: &[Row], initial_memory: Option<usize>) {
             format!("{:.2} µs", delta * 1e6 / (row.size - p.size) as f64)
         });
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} / {} | {} | {} | {} | {:.2} | {} |",
             row.size,
             row.op.name(),
             Human(row.policy.median),
             Human(row.policy.p99),
             row.host_calls,
             Bytes(row.answer_bytes),
+            row.stored.0,
+            row.stored.1,
             mem(row.memory_after),
             Human(row.native.median),
             Human(row.floor.median),
