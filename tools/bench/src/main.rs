@@ -128,9 +128,9 @@ fn floor_once(answers: &[Arc<Vec<u8>>]) -> Duration {
 }
 
 /// The stored applications (labelled HelmReleases, the pool's Tenants included) in a request's
-/// answers, and how many of them the policy evaluates: it charges each distinct (kind, pruned
-/// values) once. Only the Applications answer holds
-/// labelled HelmReleases, so the other answers count for nothing.
+/// answers, and how many distinct (kind, pruned values) they hold: the policy evaluates each
+/// at most once. Only the Applications answer holds labelled HelmReleases, so the other
+/// answers count for nothing.
 fn stored_and_distinct(answers: &[Arc<Vec<u8>>]) -> (usize, usize) {
     let mut stored = 0;
     let mut distinct = HashSet::new();
@@ -376,7 +376,7 @@ fn print_tables(rows: &[Row], initial_memory: Option<usize>) {
     let mem = |m: Option<usize>| m.map_or("-".to_string(), |b| Bytes(b).to_string());
     println!("## Warm instance: repeated `validate` calls\n");
     println!(
-        "| pool | op | median | p99 | host calls | answer bytes | stored apps / distinct charged | guest memory after | native policy | floor (serde_json::Value) | policy / floor | Δ median per added app |"
+        "| pool | op | median | p99 | host calls | answer bytes | stored apps / distinct (kind, values) | guest memory after | native policy | floor (serde_json::Value) | policy / floor | Δ median per added app |"
     );
     println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for row in rows {
