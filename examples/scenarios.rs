@@ -6,7 +6,7 @@
 //!
 //! Each scenario `NN-name/` gets:
 //! - `request.json`: the `AdmissionReview` kwctl reads (`--request-path`), built like
-//!   `fixtures::payload` (with the resource plural its ApplicationDefinition declares);
+//!   `testing::payload` (with the resource plural its ApplicationDefinition declares);
 //! - `cluster.yaml`: the cluster state the policy reads, as multi-document YAML: the real
 //!   ApplicationDefinitions (with the proposed reservation block) of the kinds in the
 //!   scenario, the real instance types it references, and the HelmReleases the Cozystack API
@@ -30,10 +30,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
-use tenant_reservation_policy::admission::{TENANT_KIND, Verdict};
-use tenant_reservation_policy::cluster::KIND_LABEL;
-use tenant_reservation_policy::cluster::fixture::Fixture;
-use tenant_reservation_policy::fixtures::{self, application, tenant};
+use tenant_reservation_policy::Verdict;
+use tenant_reservation_policy::keys::KIND_LABEL;
+use tenant_reservation_policy::keys::TENANT_KIND;
+use tenant_reservation_policy::testing::{self, Fixture, application, tenant};
 use tenant_reservation_policy::{check_settings, validate_payload};
 
 const HEADER: &str =
@@ -185,7 +185,7 @@ impl Scenario {
     /// types by name, then the stored HelmReleases as listed (parents before children).
     fn cluster(&self) -> Vec<Value> {
         let kinds = self.kinds();
-        let mut definitions: Vec<Value> = kinds.iter().map(|k| fixtures::definition(k)).collect();
+        let mut definitions: Vec<Value> = kinds.iter().map(|k| testing::definition(k)).collect();
         definitions.sort_by_key(name_of);
         let wanted: BTreeSet<&str> = self.instance_types.iter().copied().collect();
         let mut types: Vec<Value> = shipped_instance_types()
@@ -211,7 +211,7 @@ impl Scenario {
     /// The `AdmissionReview` kwctl reads.
     fn review(&self) -> Value {
         let w = &self.write;
-        let payload = fixtures::payload(
+        let payload = testing::payload(
             w.operation,
             w.kind,
             w.namespace,
@@ -223,7 +223,7 @@ impl Scenario {
         let mut request =
             serde_json::from_slice::<Value>(&payload).expect("payload is JSON")["request"].take();
         // The resource as the API server names it: the definition's plural (`postgreses`).
-        let plural = fixtures::definition(w.kind)["spec"]["application"]["plural"].clone();
+        let plural = testing::definition(w.kind)["spec"]["application"]["plural"].clone();
         request["resource"]["resource"] = plural;
         match (w.operation, &w.spec) {
             // A DELETE carries the object being deleted as oldObject, and no object.
@@ -293,7 +293,7 @@ fn collect_strings(v: &Value, into: &mut BTreeSet<String>) {
 
 /// The VirtualMachineClusterInstancetypes Cozystack ships (not the preferences beside them).
 fn shipped_instance_types() -> Vec<Value> {
-    fixtures::instance_types()
+    testing::instance_types()
         .into_iter()
         .filter(|t| t["kind"] == "VirtualMachineClusterInstancetype")
         .collect()
@@ -977,7 +977,7 @@ fn short(v: &Verdict) -> String {
 fn generate(s: &Scenario, dir: &Path) -> std::io::Result<bool> {
     s.check_types_are_referenced();
     let cluster = s.cluster();
-    let mut full = fixtures::definitions();
+    let mut full = testing::definitions();
     full.extend(shipped_instance_types());
     full.extend(s.stored.iter().cloned());
     let verdict = s.verdict(cluster.clone());

@@ -1,16 +1,22 @@
-//! The verdict: does a write fit in its pool? Pure arithmetic over what has been summed.
+//! Does a write fit? Every piece of fit arithmetic of both gates, and every figure message:
+//! pure functions over what has been summed.
 //!
-//! For each key the pool bounds: `limit = budget - carved out`. A CREATE is refused when
-//! `reserved + new > limit`. An UPDATE checks only the keys that grow (`new - old > 0`), so
-//! shrinking and unchanged keys pass even in a pool that is already over budget.
+//! - **An application write**, for each key it grows, in that key's pool:
+//!   `limit = budget - carved out`, refused when `reserved + new > limit`. An UPDATE checks
+//!   only the keys that grow (`new - old > 0`), so shrinking and unchanged keys pass even in
+//!   a pool that is already over budget.
+//! - **A Tenant declaration**, for each key of a pool above it: the pool's load
+//!   (`carved out + reserved`) may not grow past the budget; and a declaration that is lowered
+//!   or new must cover what the child's subtree already holds.
 
 use std::collections::BTreeMap;
 
-use crate::pool::{Budget, Carved};
+use crate::keys::{plural, show};
+use crate::pool::Carved;
 use crate::quantity::Quantity;
-use crate::resources::{Overflow, Resources, show};
+use crate::resources::{Overflow, Resources};
 
-/// What the other applications of a pool reserve, and how many hold each key.
+/// What the applications of a pool reserve, and how many hold each key.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Usage {
     pub reserved: Resources,
@@ -18,120 +24,186 @@ pub struct Usage {
 }
 
 impl Usage {
-    pub fn add(&mut self, charge: &Resources) -> Result<(), Overflow> {
-        charge.iter().try_for_each(|(key, q)| self.add_key(key, q))
-    }
-
     /// One application's reservation of `key`.
     pub fn add_key(&mut self, key: &str, q: Quantity) -> Result<(), Overflow> {
         self.reserved.add(key, q)?;
         if q.is_positive() {
-            match self.holders.get_mut(key) {
-                Some(holders) => *holders += 1,
-                None => {
-                    self.holders.insert(key.to_string(), 1);
-                }
-            }
+            *self.holders.entry(key.to_string()).or_default() += 1;
         }
         Ok(())
     }
+
+    /// `(reserved, holders)` of `key`.
+    pub fn of(&self, key: &str) -> (Quantity, usize) {
+        (
+            self.reserved.get(key),
+            self.holders.get(key).copied().unwrap_or(0),
+        )
+    }
 }
 
-/// Everything the verdict is computed from.
-pub struct PoolState<'a> {
-    pub name: &'a str,
-    pub budget: &'a Budget,
-    pub carved: &'a Carved,
-    pub usage: &'a Usage,
-}
-
-/// The keys on which `new` grows over `old` (all of `new` on CREATE), bounded by `budget`.
-pub fn growth(
-    budget: &Budget,
-    new: &Resources,
-    old: Option<&Resources>,
-) -> Vec<(String, Quantity)> {
-    budget
-        .keys()
-        .filter_map(|key| {
+/// The keys on which `new` grows over `old` (every key of `new` on CREATE), with the growth.
+pub fn growth(new: &Resources, old: Option<&Resources>) -> Vec<(String, Quantity)> {
+    new.iter()
+        .filter_map(|(key, q)| {
             let before = old.map_or(Quantity::ZERO, |o| o.get(key));
-            let delta = new.get(key).checked_sub(before)?;
+            let delta = q.checked_sub(before)?;
             delta.is_positive().then(|| (key.to_string(), delta))
         })
         .collect()
 }
 
-/// `Ok` when the write fits; otherwise every key it overflows, in one message.
-pub fn decide(
-    subject: &str,
-    state: &PoolState<'_>,
-    new: &Resources,
-    old: Option<&Resources>,
-) -> Result<(), String> {
-    let violations = violations(state, new, old);
-    if violations.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("{subject}: {}", violations.join("; ")))
-    }
+/// One key of one pool as a check reads it.
+#[derive(Clone, Copy, Debug)]
+pub struct Standing<'a> {
+    pub pool: &'a str,
+    pub key: &'a str,
+    pub budget: Quantity,
+    pub carved: Carved,
+    /// What the pool's applications reserve (the one written excluded), and how many hold it.
+    pub reserved: (Quantity, usize),
 }
 
-/// Every key on which the write overflows the pool, explained.
-pub fn violations(state: &PoolState<'_>, new: &Resources, old: Option<&Resources>) -> Vec<String> {
-    let mut violations = Vec::new();
-    for (key, delta) in growth(state.budget, new, old) {
-        let key = key.as_str();
-        let budget = state
-            .budget
-            .get(key)
-            .expect("growth only yields budget keys");
-        let carved = state
-            .carved
-            .total
-            .get(key)
-            .copied()
-            .unwrap_or(Quantity::ZERO);
-        let reserved = state.usage.reserved.get(key);
-        let wanted = new.get(key);
-        // i128 nano-units: these sums of validated quantities cannot overflow in practice,
-        // and if they ever did the write is refused rather than admitted.
-        let fits = budget
-            .checked_sub(carved)
-            .and_then(|limit| reserved.checked_add(wanted).map(|total| total <= limit));
-        if fits == Some(true) {
-            continue;
-        }
-        let what = match old {
-            None => format!("{key} {}", show(key, wanted)),
-            Some(_) => format!(
-                "{key} grows by {} to {}, which",
-                show(key, delta),
-                show(key, wanted)
-            ),
-        };
-        let carved_by = state.carved.by.get(key).copied().unwrap_or(0);
-        let holders = state.usage.holders.get(key).copied().unwrap_or(0);
-        let figures = figures(key, budget, (carved, carved_by), (reserved, holders));
-        violations.push(format!("{what} exceeds pool {}: {figures}", state.name));
+/// An application's write of `wanted` (`growth` more than before; `update`: it existed): the
+/// violation, or `None` when it fits.
+pub fn application_violation(
+    standing: &Standing<'_>,
+    wanted: Quantity,
+    growth: Quantity,
+    update: bool,
+) -> Option<String> {
+    let Standing {
+        pool,
+        key,
+        budget,
+        carved,
+        reserved: (reserved, _),
+    } = *standing;
+    // i128 nano-units: these sums of validated quantities cannot overflow in practice, and
+    // if they ever did the write is refused rather than admitted.
+    let fits = budget
+        .checked_sub(carved.total)
+        .and_then(|limit| reserved.checked_add(wanted).map(|total| total <= limit));
+    if fits == Some(true) {
+        return None;
     }
-    violations
+    let what = if update {
+        format!(
+            "{key} grows by {} to {}, which",
+            show(key, growth),
+            show(key, wanted)
+        )
+    } else {
+        format!("{key} {}", show(key, wanted))
+    };
+    Some(format!("{what} exceeds pool {pool}: {}", figures(standing)))
+}
+
+/// A Tenant declaration, on one key of a pool above it.
+#[derive(Clone, Copy, Debug)]
+pub struct Declaration<'a> {
+    /// The pool after the write: the other carve-outs, and the reservations of its members.
+    pub after: Standing<'a>,
+    /// The pool's load before the write: carve-outs and reservations.
+    pub load_before: Quantity,
+    /// What the child declares now and declared before, for the key.
+    pub declared: Option<Quantity>,
+    pub previous: Option<Quantity>,
+}
+
+/// The violation of a declaration that makes its pool's load grow past the budget.
+pub fn declaration_violation(d: &Declaration<'_>) -> Result<Option<String>, Overflow> {
+    let Standing {
+        pool,
+        key,
+        budget,
+        carved,
+        reserved: (reserved, _),
+    } = d.after;
+    let load_after = carved
+        .total
+        .checked_add(reserved)
+        .and_then(|l| l.checked_add(d.declared.unwrap_or(Quantity::ZERO)))
+        .ok_or(Overflow)?;
+    if load_after <= d.load_before || load_after <= budget {
+        return Ok(None);
+    }
+    let what = match (d.declared, d.previous) {
+        (Some(now), Some(before)) if now > before => format!(
+            "{key} grows by {} to {}, which",
+            show(key, now.checked_sub(before).unwrap_or(now)),
+            show(key, now)
+        ),
+        (Some(now), _) => format!("{key} {}", show(key, now)),
+        (None, _) => format!(
+            "{key} is no longer declared: what its namespaces hold returns to the pool, which"
+        ),
+    };
+    Ok(Some(format!(
+        "{what} exceeds pool {pool}: {}",
+        figures(&d.after)
+    )))
+}
+
+/// What a child's subtree holds of a key it declares lower (or for the first time).
+#[derive(Clone, Copy, Debug)]
+pub struct Holding<'a> {
+    /// The parent pool the difference would be handed back to.
+    pub pool: &'a str,
+    pub key: &'a str,
+    pub declared: Quantity,
+    /// What the applications of the child's own pool reserve, and how many hold it.
+    pub reserved: (Quantity, usize),
+    /// What the child's own sub-tenants declare.
+    pub sub_tenants: Quantity,
+}
+
+/// The violation of a declaration below what its namespaces already hold.
+pub fn handback_violation(h: &Holding<'_>) -> Result<Option<String>, Overflow> {
+    let Holding {
+        pool,
+        key,
+        declared,
+        reserved: (reserved, holders),
+        sub_tenants,
+    } = *h;
+    let held = reserved.checked_add(sub_tenants).ok_or(Overflow)?;
+    if held <= declared {
+        return Ok(None);
+    }
+    let mut what = format!(
+        "{} reserved by {holders} application{}",
+        show(key, reserved),
+        plural(holders)
+    );
+    if !sub_tenants.is_zero() {
+        what.push_str(&format!(
+            " and {} declared by its sub-tenants",
+            show(key, sub_tenants)
+        ));
+    }
+    Ok(Some(format!(
+        "{key} {} is less than its namespaces already hold ({what}): declaring it would hand back budget of pool {pool} that is still in use",
+        show(key, declared)
+    )))
 }
 
 /// `budget B, C carved out by n sub-tenants, reserved R by m applications, available A`.
-pub fn figures(
-    key: &str,
-    budget: Quantity,
-    carved: (Quantity, usize),
-    reserved: (Quantity, usize),
-) -> String {
-    let (carved, carved_by) = carved;
-    let (reserved, holders) = reserved;
+pub fn figures(standing: &Standing<'_>) -> String {
+    let Standing {
+        key,
+        budget,
+        carved,
+        reserved: (reserved, holders),
+        ..
+    } = *standing;
     let mut figures = vec![format!("budget {}", show(key, budget))];
-    if !carved.is_zero() {
+    if !carved.total.is_zero() {
         figures.push(format!(
-            "{} carved out by {carved_by} sub-tenant{}",
-            show(key, carved),
-            plural(carved_by)
+            "{} carved out by {} sub-tenant{}",
+            show(key, carved.total),
+            carved.by,
+            plural(carved.by)
         ));
     }
     figures.push(format!(
@@ -140,7 +212,7 @@ pub fn figures(
         plural(holders)
     ));
     let available = budget
-        .checked_sub(carved)
+        .checked_sub(carved.total)
         .and_then(|l| l.checked_sub(reserved))
         .unwrap_or(Quantity::ZERO);
     if available.nanos() < 0 {
@@ -155,145 +227,150 @@ pub fn figures(
     figures.join(", ")
 }
 
-pub fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::Settings;
 
     fn q(s: &str) -> Quantity {
         Quantity::parse(s).unwrap()
     }
 
-    fn res(pairs: &[(&str, &str)]) -> Resources {
-        pairs.iter().map(|(k, v)| (k.to_string(), q(v))).collect()
-    }
-
-    fn budget(pairs: &[(&str, &str)]) -> Budget {
-        Budget::from_declared(pairs.iter().map(|(k, v)| (*k, q(v))), &Settings::default())
-    }
-
-    fn usage(apps: &[&[(&str, &str)]]) -> Usage {
-        let mut u = Usage::default();
-        for app in apps {
-            u.add(&res(app)).unwrap();
+    fn standing<'a>(
+        pool: &'a str,
+        key: &'a str,
+        budget: &str,
+        reserved: (&str, usize),
+    ) -> Standing<'a> {
+        Standing {
+            pool,
+            key,
+            budget: q(budget),
+            carved: Carved::default(),
+            reserved: (q(reserved.0), reserved.1),
         }
-        u
     }
 
     #[test]
-    fn create_that_fits_passes_and_one_that_does_not_is_explained() {
-        let b = budget(&[("memory", "16Gi"), ("cpu", "8")]);
-        let carved = Carved::default();
-        let u = usage(&[
-            &[("memory", "4Gi"), ("cpu", "2")],
-            &[("memory", "4Gi")],
-            &[("memory", "4Gi")],
-        ]);
-        let state = PoolState {
-            name: "tenant-foo",
-            budget: &b,
-            carved: &carved,
-            usage: &u,
-        };
+    fn a_create_that_fits_passes_and_one_that_does_not_is_explained() {
+        let memory = standing("tenant-foo", "memory", "16Gi", ("12Gi", 3));
         assert_eq!(
-            decide(
-                "VMInstance tenant-foo/db1",
-                &state,
-                &res(&[("memory", "4Gi"), ("cpu", "2")]),
-                None
-            ),
-            Ok(())
+            application_violation(&memory, q("4Gi"), q("4Gi"), false),
+            None
         );
         assert_eq!(
-            decide("VMInstance tenant-foo/db1", &state, &res(&[("memory", "8Gi"), ("cpu", "2")]), None),
-            Err("VMInstance tenant-foo/db1: memory 8Gi exceeds pool tenant-foo: budget 16Gi, reserved 12Gi by 3 applications, available 4Gi".into())
+            application_violation(&memory, q("8Gi"), q("8Gi"), false).unwrap(),
+            "memory 8Gi exceeds pool tenant-foo: budget 16Gi, reserved 12Gi by 3 applications, available 4Gi"
+        );
+        let cpu = Standing {
+            carved: Carved {
+                total: q("4"),
+                by: 1,
+            },
+            ..standing("tenant-a", "cpu", "8", ("3500m", 1))
+        };
+        assert_eq!(
+            application_violation(&cpu, q("1"), q("1"), false).unwrap(),
+            "cpu 1 exceeds pool tenant-a: budget 8, 4 carved out by 1 sub-tenant, reserved 3500m by 1 application, available 500m"
         );
     }
 
     #[test]
-    fn every_overflowing_key_is_named_with_carve_outs() {
-        let b = budget(&[("memory", "16Gi"), ("cpu", "8")]);
-        let mut carved = Carved::default();
-        carved.total.insert("cpu".into(), q("4"));
-        carved.by.insert("cpu".into(), 1);
-        let u = usage(&[&[("cpu", "3500m")]]);
-        let state = PoolState {
-            name: "tenant-a",
-            budget: &b,
-            carved: &carved,
-            usage: &u,
-        };
-        let err = decide(
-            "Postgres tenant-a/pg",
-            &state,
-            &res(&[("cpu", "1"), ("memory", "17Gi"), ("storage", "1Ti")]),
-            None,
-        )
-        .unwrap_err();
+    fn an_update_is_explained_by_its_growth_even_over_budget() {
+        // The pool is already over budget.
+        let cpu = standing("tenant-foo", "cpu", "4", ("6", 1));
         assert_eq!(
-            err,
-            "Postgres tenant-a/pg: cpu 1 exceeds pool tenant-a: budget 8, 4 carved out by 1 sub-tenant, reserved 3500m by 1 application, available 500m; \
-             memory 17Gi exceeds pool tenant-a: budget 16Gi, reserved 0 by 0 applications, available 16Gi"
+            application_violation(&cpu, q("3"), q("1"), true).unwrap(),
+            "cpu grows by 1 to 3, which exceeds pool tenant-foo: budget 4, reserved 6 by 1 application, available 0 (over budget by 2)"
         );
-    }
-
-    #[test]
-    fn update_checks_only_growth() {
-        let b = budget(&[("memory", "8Gi"), ("cpu", "4")]);
-        let carved = Carved::default();
-        // The pool is already over budget on both keys.
-        let u = usage(&[&[("memory", "10Gi"), ("cpu", "6")]]);
-        let state = PoolState {
-            name: "tenant-foo",
-            budget: &b,
-            carved: &carved,
-            usage: &u,
-        };
-        let old = res(&[("memory", "4Gi"), ("cpu", "2")]);
-        assert_eq!(
-            decide(
-                "VMInstance tenant-foo/vm",
-                &state,
-                &res(&[("memory", "2Gi"), ("cpu", "1")]),
-                Some(&old)
-            ),
-            Ok(()),
-            "shrink"
-        );
-        assert_eq!(
-            decide("VMInstance tenant-foo/vm", &state, &old, Some(&old)),
-            Ok(()),
-            "unchanged"
-        );
-        assert_eq!(
-            decide("VMInstance tenant-foo/vm", &state, &res(&[("memory", "2Gi"), ("cpu", "3")]), Some(&old)),
-            Err("VMInstance tenant-foo/vm: cpu grows by 1 to 3, which exceeds pool tenant-foo: budget 4, reserved 6 by 1 application, available 0 (over budget by 2)".into())
-        );
-    }
-
-    #[test]
-    fn unbounded_keys_are_not_checked_and_zero_budgets_are() {
-        let b = budget(&[("cpu", "0")]);
-        let carved = Carved::default();
-        let u = Usage::default();
-        let state = PoolState {
-            name: "tenant-z",
-            budget: &b,
-            carved: &carved,
-            usage: &u,
-        };
-        assert_eq!(
-            decide("Redis tenant-z/r", &state, &res(&[("memory", "1Ei")]), None),
-            Ok(())
-        );
+        let zero = standing("tenant-z", "cpu", "0", ("0", 0));
         assert!(
-            decide("Redis tenant-z/r", &state, &res(&[("cpu", "1m")]), None)
-                .unwrap_err()
+            application_violation(&zero, q("1m"), q("1m"), false)
+                .unwrap()
                 .contains("cpu 1m exceeds pool tenant-z: budget 0")
         );
+    }
+
+    #[test]
+    fn growth_is_what_grows() {
+        let r = |pairs: &[(&str, &str)]| -> Resources {
+            pairs.iter().map(|(k, v)| (k.to_string(), q(v))).collect()
+        };
+        let old = r(&[("memory", "4Gi"), ("cpu", "2")]);
+        assert_eq!(
+            growth(&r(&[("memory", "2Gi"), ("cpu", "1")]), Some(&old)),
+            []
+        );
+        assert_eq!(growth(&old, Some(&old)), []);
+        assert_eq!(
+            growth(&r(&[("memory", "2Gi"), ("cpu", "3")]), Some(&old)),
+            [("cpu".to_string(), q("1"))]
+        );
+        assert_eq!(growth(&old, None).len(), 2);
+    }
+
+    #[test]
+    fn a_declaration_may_not_grow_a_pool_past_its_budget() {
+        let after = Standing {
+            carved: Carved {
+                total: q("4"),
+                by: 1,
+            },
+            ..standing("tenant-a", "cpu", "10", ("2", 2))
+        };
+        let d = Declaration {
+            after,
+            load_before: q("6"),
+            declared: Some(q("6")),
+            previous: Some(q("2")),
+        };
+        assert_eq!(
+            declaration_violation(&d).unwrap().unwrap(),
+            "cpu grows by 4 to 6, which exceeds pool tenant-a: budget 10, 4 carved out by 1 sub-tenant, reserved 2 by 2 applications, available 4"
+        );
+        let within = Declaration {
+            declared: Some(q("4")),
+            ..d
+        };
+        assert_eq!(declaration_violation(&within).unwrap(), None);
+        // An overcommitted pool whose load does not grow passes.
+        let no_growth = Declaration {
+            load_before: q("20"),
+            ..d
+        };
+        assert_eq!(declaration_violation(&no_growth).unwrap(), None);
+        let dropped = Declaration {
+            declared: None,
+            after: Standing {
+                reserved: (q("9"), 3),
+                ..after
+            },
+            ..d
+        };
+        assert!(
+            declaration_violation(&dropped)
+                .unwrap()
+                .unwrap()
+                .starts_with("cpu is no longer declared: what its namespaces hold returns to the pool, which exceeds pool tenant-a")
+        );
+    }
+
+    #[test]
+    fn a_declaration_must_cover_what_its_subtree_holds() {
+        let h = Holding {
+            pool: "tenant-a",
+            key: "memory",
+            declared: q("4Gi"),
+            reserved: (q("3Gi"), 2),
+            sub_tenants: q("2Gi"),
+        };
+        assert_eq!(
+            handback_violation(&h).unwrap().unwrap(),
+            "memory 4Gi is less than its namespaces already hold (3Gi reserved by 2 applications and 2Gi declared by its sub-tenants): declaring it would hand back budget of pool tenant-a that is still in use"
+        );
+        let covered = Holding {
+            sub_tenants: q("1Gi"),
+            ..h
+        };
+        assert_eq!(handback_violation(&covered).unwrap(), None);
     }
 }

@@ -1,12 +1,16 @@
 //! Kubewarden policy: Cozystack tenant quotas as reservation limits.
 //!
-//! This file holds only the waPC entry points and their wiring. Where things are:
-//! - [`admission`]: one request, start to verdict; [`tenant_gate`]: Tenant writes.
-//! - [`evaluate`]: what one application reserves, read from its values ([`values`]) by the
-//!   `spec.reservation` contract of its [`definition`], sized by [`presets`] or instance types.
-//! - [`pool`]: the tenant tree and its pools; [`decision`]: does the write fit.
-//! - [`cluster`]: every Kubernetes lookup, behind one interface (host and fixture).
-//! - [`quantity`], [`resources`]: exact Kubernetes quantities and their sums.
+//! This file holds only the waPC entry points and their wiring. The rooms, in the order a
+//! request walks them:
+//! - [`review`]: one request, start to verdict: intake, then the application gate or the
+//!   Tenant declaration gate;
+//! - [`context`]: the cluster as one request sees it (each list read once, charges cached);
+//! - [`cluster`]: every Kubernetes lookup, behind one interface (host and fixture);
+//! - [`charge`]: what one application reserves (definition, values, evaluation, presets);
+//! - [`pool`]: the tenant tree and its pools, one [`pool::Pool`] per key;
+//! - [`decision`]: does the write fit, and every figure message;
+//! - [`keys`], [`quantity`], [`resources`]: the vocabulary, exact quantities and their sums;
+//! - [`settings`]: the policy settings and their validation.
 
 use kubewarden_policy_sdk::protocol_version_guest;
 use kubewarden_policy_sdk::request::ValidationRequest;
@@ -14,22 +18,22 @@ use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::{SettingsValidationResponse, Validatable};
 use kubewarden_policy_sdk::wapc_guest::prelude::*;
 
-pub mod admission;
+mod charge;
 pub mod cluster;
-pub mod decision;
-pub mod definition;
-pub mod evaluate;
-#[cfg(any(test, feature = "fixtures"))]
-pub mod fixtures;
-pub mod pool;
-pub mod presets;
+mod context;
+mod decision;
+pub mod keys;
+mod pool;
 pub mod quantity;
-pub mod resources;
+mod resources;
+mod review;
 pub mod settings;
-pub mod tenant_gate;
-pub mod values;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod testing;
 
-use admission::Verdict;
+pub use context::Context;
+pub use resources::Resources;
+pub use review::Verdict;
 use settings::Settings;
 
 #[unsafe(no_mangle)]
@@ -46,14 +50,14 @@ fn validate(payload: &[u8]) -> CallResult {
 /// Decides a raw `validate` payload against `k8s`: the whole policy, minus the waPC wiring.
 pub fn validate_payload(payload: &[u8], k8s: &dyn cluster::Kubernetes) -> Verdict {
     match serde_json::from_slice::<ValidationRequest<Settings>>(payload) {
-        Ok(request) => admission::review(&request.request, &request.settings, k8s),
+        Ok(request) => review::review(&request.request, &request.settings, k8s),
         // DELETE and CONNECT pass whatever their objects hold (one nested past serde_json's
         // depth limit, say): read only the operation, skipping the rest unparsed.
         Err(_) if operation_only(payload).is_some_and(|op| op == "DELETE" || op == "CONNECT") => {
             Verdict::accept(Vec::new())
         }
         Err(e) => Verdict::reject(
-            format!("the admission request cannot be read: {e}"),
+            review::Refusal::Unreadable(e.to_string()).to_string(),
             Vec::new(),
         ),
     }

@@ -10,8 +10,6 @@
 //! built on a 96-bit decimal and pins a k8s-openapi release other than the one the
 //! Kubewarden SDK needs.
 
-use std::fmt;
-
 /// Nano-units per unit.
 const NANO: i128 = 1_000_000_000;
 /// Longest input accepted: far longer than any real quantity, short enough to bound work.
@@ -21,28 +19,29 @@ const MAX_LEN: usize = 128;
 pub struct Quantity(i128);
 
 /// Why a quantity string was refused.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum QuantityError {
+    #[error("an empty string is not a quantity")]
     Empty,
+    #[error("a quantity longer than {MAX_LEN} characters")]
     TooLong,
+    #[error("{0:?} is not a valid quantity")]
     Malformed(String),
+    #[error("{0:?} is negative")]
     Negative(String),
+    #[error("{0:?} is too large")]
     TooLarge(String),
 }
 
-impl fmt::Display for QuantityError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            QuantityError::Empty => write!(f, "an empty string is not a quantity"),
-            QuantityError::TooLong => write!(f, "a quantity longer than {MAX_LEN} characters"),
-            QuantityError::Malformed(s) => write!(f, "{s:?} is not a valid quantity"),
-            QuantityError::Negative(s) => write!(f, "{s:?} is negative"),
-            QuantityError::TooLarge(s) => write!(f, "{s:?} is too large"),
-        }
-    }
+/// Why a JSON value is not a quantity.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum JsonQuantityError {
+    /// Neither a string nor a number: the caller names what it found.
+    #[error("not a string or a number")]
+    WrongType,
+    #[error(transparent)]
+    Invalid(#[from] QuantityError),
 }
-
-impl std::error::Error for QuantityError {}
 
 /// How a quantity is printed: CPU and device counts read best in decimal SI (`1500m`, `2`),
 /// memory and storage in binary SI where exact (`8Gi`).
@@ -96,6 +95,17 @@ impl Quantity {
             return Err(QuantityError::Negative(s.to_string()));
         }
         Ok(q)
+    }
+
+    /// A non-negative quantity as JSON carries it, a string (`"250m"`) or a number (`2`,
+    /// `1.5`): the one reading of quantities in values, quotas, instance types and settings.
+    pub fn from_json(value: &serde_json::Value) -> Result<Quantity, JsonQuantityError> {
+        let parsed = match value {
+            serde_json::Value::String(s) => Quantity::parse_non_negative(s),
+            serde_json::Value::Number(n) => Quantity::parse_non_negative(&n.to_string()),
+            _ => return Err(JsonQuantityError::WrongType),
+        };
+        Ok(parsed?)
     }
 
     /// Parses `<sign><number><suffix>` as Kubernetes does: `250m`, `1.5`, `2Gi`, `1e3`,

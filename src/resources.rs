@@ -3,34 +3,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::quantity::{Notation, Quantity};
-
-pub const CPU: &str = "cpu";
-pub const MEMORY: &str = "memory";
-pub const STORAGE: &str = "storage";
-/// Devices over every GPU class.
-pub const GPU_ALL_CLASSES: &str = "gpuclass.cozystack.io/devices";
-/// Suffix of the per-class device key `<class>.gpuclass.cozystack.io/devices`.
-pub const GPU_CLASS_SUFFIX: &str = ".gpuclass.cozystack.io/devices";
-/// The GPU budget domain: any key under it that is not one of the two forms above is refused.
-pub const GPU_DOMAIN: &str = "gpuclass.cozystack.io/";
-
-pub fn gpu_class_key(class: &str) -> String {
-    format!("{class}{GPU_CLASS_SUFFIX}")
-}
-
-/// How a key's quantities read best.
-pub fn notation(key: &str) -> Notation {
-    if key == CPU || key.ends_with("/devices") {
-        Notation::Decimal
-    } else {
-        Notation::Binary
-    }
-}
-
-pub fn show(key: &str, q: Quantity) -> String {
-    q.to_canonical(notation(key))
-}
+use crate::keys::show;
+use crate::quantity::Quantity;
 
 /// The sum would not fit: reported as a rejection of the input that caused it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,18 +61,6 @@ impl Resources {
         }
         Ok(out)
     }
-
-    /// `self - other` per key, over the keys of both (values may be negative).
-    pub fn minus(&self, other: &Resources) -> Result<Resources, Overflow> {
-        let mut out = self.clone();
-        for (k, q) in other.iter() {
-            let current = out.get(k);
-            let diff = current.checked_sub(q).ok_or(Overflow)?;
-            out.0.insert(k.to_string(), diff);
-        }
-        out.0.retain(|_, q| !q.is_zero());
-        Ok(out)
-    }
 }
 
 impl FromIterator<(String, Quantity)> for Resources {
@@ -123,6 +85,7 @@ impl fmt::Display for Resources {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::keys::{CPU, MEMORY, STORAGE};
 
     fn q(s: &str) -> Quantity {
         Quantity::parse(s).unwrap()
@@ -139,8 +102,6 @@ mod tests {
         assert_eq!(r.iter().count(), 2, "a zero addition leaves no key");
         let three = r.scaled(3).unwrap();
         assert_eq!(three.get(MEMORY), q("3Gi"));
-        let delta = r.minus(&three).unwrap();
-        assert_eq!(delta.get(CPU), q("-4"));
         assert_eq!(three.to_string(), "cpu 6, memory 3Gi");
         assert_eq!(Resources::new().to_string(), "nothing");
     }
@@ -151,12 +112,5 @@ mod tests {
         r.add(CPU, Quantity::from_nanos(i128::MAX)).unwrap();
         assert_eq!(r.add(CPU, q("1n")), Err(Overflow));
         assert_eq!(r.scaled(2), Err(Overflow));
-    }
-
-    #[test]
-    fn keys_print_in_their_notation() {
-        assert_eq!(show(CPU, q("2048")), "2048");
-        assert_eq!(show(MEMORY, q("2048")), "2Ki");
-        assert_eq!(show(&gpu_class_key("a10"), q("4")), "4");
     }
 }

@@ -4,10 +4,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
-use crate::evaluate::is_dns_label;
-use crate::presets::Presets;
+use crate::keys::{ALIAS_TARGETS, CPU, KeyAliases, MEMORY, is_dns_label};
 use crate::quantity::Quantity;
-use crate::resources::{CPU, MEMORY, Resources, STORAGE};
 
 /// What to do when another application in the pool cannot be evaluated.
 #[derive(Deserialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -29,7 +27,7 @@ pub struct Settings {
     /// Kinds that reserve nothing, by design.
     pub exempt_kinds: BTreeSet<String>,
     /// Declared quota key -> the reservation key it bounds.
-    pub quota_key_aliases: BTreeMap<String, String>,
+    pub quota_key_aliases: KeyAliases,
     /// Extra or replacement resource presets.
     pub presets: BTreeMap<String, PresetSize>,
     /// Use only `presets`, not Cozystack's built-in table.
@@ -56,25 +54,26 @@ pub enum QuantityText {
 
 impl QuantityText {
     fn parse(&self) -> Result<Quantity, String> {
-        let text = match self {
-            QuantityText::Text(s) => s.clone(),
-            QuantityText::Number(n) => n.to_string(),
+        let json = match self {
+            QuantityText::Text(s) => serde_json::Value::String(s.clone()),
+            QuantityText::Number(n) => serde_json::Value::Number(n.clone()),
         };
-        Quantity::parse_non_negative(&text).map_err(|e| e.to_string())
+        Quantity::from_json(&json).map_err(|e| e.to_string())
     }
 }
 
-pub fn default_aliases() -> BTreeMap<String, String> {
-    [
-        ("requests.cpu", CPU),
-        ("limits.cpu", CPU),
-        ("requests.memory", MEMORY),
-        ("limits.memory", MEMORY),
-        ("requests.storage", STORAGE),
-    ]
-    .into_iter()
-    .map(|(from, to)| (from.to_string(), to.to_string()))
-    .collect()
+impl PresetSize {
+    /// The preset's `(key, size)` pairs; the error names the field (`presets.<name>.cpu: ...`).
+    pub fn sizes(&self, name: &str) -> Result<[(&'static str, Quantity); 2], String> {
+        let read = |key: &str, text: &QuantityText| {
+            text.parse()
+                .map_err(|e| format!("presets.{name}.{key}: {e}"))
+        };
+        Ok([
+            (CPU, read(CPU, &self.cpu)?),
+            (MEMORY, read(MEMORY, &self.memory)?),
+        ])
+    }
 }
 
 impl Default for Settings {
@@ -83,44 +82,11 @@ impl Default for Settings {
             sibling_failure: SiblingFailure::Deny,
             require_reservation: true,
             exempt_kinds: BTreeSet::new(),
-            quota_key_aliases: default_aliases(),
+            quota_key_aliases: KeyAliases::default(),
             presets: BTreeMap::new(),
             replace_builtin_presets: false,
             gpu_device_classes: BTreeMap::new(),
         }
-    }
-}
-
-/// Keys a reservation produces directly, which an alias may point at.
-const ALIAS_TARGETS: [&str; 3] = [CPU, MEMORY, STORAGE];
-
-impl Settings {
-    /// The preset table in force: the built-in one, extended or replaced by settings.
-    pub fn preset_table(&self) -> Result<Presets, String> {
-        let mut table = if self.replace_builtin_presets {
-            Presets::default()
-        } else {
-            Presets::built_in()
-        };
-        for (name, size) in &self.presets {
-            let mut r = Resources::new();
-            for (key, text) in [(CPU, &size.cpu), (MEMORY, &size.memory)] {
-                let q = text
-                    .parse()
-                    .map_err(|e| format!("presets.{name}.{key}: {e}"))?;
-                r.add(key, q).expect("two keys cannot overflow");
-            }
-            table.insert(name.clone(), r);
-        }
-        Ok(table)
-    }
-
-    /// The reservation key a declared quota key bounds.
-    pub fn canonical_key<'a>(&'a self, declared: &'a str) -> &'a str {
-        self.quota_key_aliases
-            .get(declared)
-            .map(String::as_str)
-            .unwrap_or(declared)
     }
 }
 
@@ -132,14 +98,14 @@ impl kubewarden_policy_sdk::settings::Validatable for Settings {
                 problems.push(format!("exemptKinds: {kind:?} is not a Kubernetes kind"));
             }
         }
-        for (from, to) in &self.quota_key_aliases {
-            if !ALIAS_TARGETS.contains(&to.as_str()) {
+        for (from, to) in self.quota_key_aliases.iter() {
+            if !ALIAS_TARGETS.contains(&to) {
                 problems.push(format!(
                     "quotaKeyAliases.{from}: {to:?} is not a reservation key (one of {})",
                     ALIAS_TARGETS.join(", ")
                 ));
             }
-            if ALIAS_TARGETS.contains(&from.as_str()) {
+            if ALIAS_TARGETS.contains(&from) {
                 problems.push(format!(
                     "quotaKeyAliases.{from}: {from:?} is itself a reservation key and cannot be an alias"
                 ));
@@ -151,7 +117,11 @@ impl kubewarden_policy_sdk::settings::Validatable for Settings {
                     .into(),
             );
         }
-        if let Err(e) = self.preset_table() {
+        if let Some(e) = self
+            .presets
+            .iter()
+            .find_map(|(name, size)| size.sizes(name).err())
+        {
             problems.push(e);
         }
         for (device, class) in &self.gpu_device_classes {
@@ -188,14 +158,8 @@ mod tests {
         let s = settings(json!({})).unwrap();
         assert_eq!(s.sibling_failure, SiblingFailure::Deny);
         assert!(s.require_reservation);
-        assert_eq!(s.canonical_key("requests.cpu"), "cpu");
-        assert_eq!(s.canonical_key("limits.memory"), "memory");
-        assert_eq!(s.canonical_key("requests.storage"), "storage");
-        assert_eq!(
-            s.canonical_key("services.loadbalancers"),
-            "services.loadbalancers"
-        );
-        assert!(s.preset_table().unwrap().get("u1.medium").is_some());
+        assert_eq!(s.quota_key_aliases, KeyAliases::default());
+        assert!(s.presets.is_empty() && !s.replace_builtin_presets);
     }
 
     #[test]
@@ -211,20 +175,18 @@ mod tests {
         .unwrap();
         assert_eq!(s.sibling_failure, SiblingFailure::Warn);
         assert_eq!(
-            s.canonical_key("limits.cpu"),
+            s.quota_key_aliases.canonical("limits.cpu"),
             "limits.cpu",
             "aliases given replace the defaults"
         );
-        let table = s.preset_table().unwrap();
+        let sizes = s.presets["gpu.large"].sizes("gpu.large").unwrap();
         assert_eq!(
-            table.get("gpu.large").unwrap().to_string(),
-            "cpu 16, memory 64Gi"
+            sizes,
+            [
+                (CPU, Quantity::from_units(16)),
+                (MEMORY, Quantity::parse("64Gi").unwrap())
+            ]
         );
-        assert_eq!(
-            table.get("u1.medium").unwrap().to_string(),
-            "cpu 3, memory 8Gi"
-        );
-        assert!(table.get("t1.nano").is_some());
     }
 
     #[test]

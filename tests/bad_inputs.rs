@@ -12,10 +12,9 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
-use tenant_reservation_policy::admission::Verdict;
+use tenant_reservation_policy::Verdict;
 use tenant_reservation_policy::cluster::Query;
-use tenant_reservation_policy::cluster::fixture::Fixture;
-use tenant_reservation_policy::fixtures::{self, application, payload, tenant};
+use tenant_reservation_policy::testing::{self, Fixture, application, payload, tenant};
 use tenant_reservation_policy::validate_payload;
 
 fn dir() -> PathBuf {
@@ -27,7 +26,7 @@ const MAX_NANOS: &str = "170141183460469231731687303715884105727n";
 
 /// A copy of the VMDisk definition under the kind `Broken`, whose openAPISchema is cut short.
 fn broken_definition() -> Value {
-    let mut broken = fixtures::definition("VMDisk");
+    let mut broken = testing::definition("VMDisk");
     broken["metadata"]["name"] = json!("broken");
     let app = &mut broken["spec"]["application"];
     app["kind"] = json!("Broken");
@@ -100,13 +99,13 @@ fn objects() -> Vec<Value> {
 }
 
 fn cluster() -> Fixture {
-    fixtures::cluster(objects())
+    testing::cluster(objects())
 }
 
-/// Every object of `cluster.yaml`, as `fixtures::cluster` holds them.
+/// Every object of `cluster.yaml`, as `testing::cluster` holds them.
 fn cluster_documents() -> Vec<Value> {
-    let mut all = fixtures::definitions();
-    all.extend(fixtures::instance_types());
+    let mut all = testing::definitions();
+    all.extend(testing::instance_types());
     all.extend(objects());
     all
 }
@@ -337,7 +336,7 @@ fn no_sequence_of_admitted_writes_overshoots_a_pool() {
         let mut objects = objects();
         objects.retain(|o| o["metadata"]["name"] != "tenant-b");
         objects.push(tenant("tenant-a", "b", old["resourceQuotas"].clone()));
-        let before = fixtures::cluster(objects.clone());
+        let before = testing::cluster(objects.clone());
         let new = json!({"resourceQuotas": {"memory": "1Gi"}});
         let declare = validate_payload(
             &payload(
@@ -356,7 +355,7 @@ fn no_sequence_of_admitted_writes_overshoots_a_pool() {
         }
         objects.retain(|o| o["metadata"]["name"] != "tenant-b");
         objects.push(tenant("tenant-a", "b", new["resourceQuotas"].clone()));
-        let after = fixtures::cluster(objects);
+        let after = testing::cluster(objects);
         let vm = validate_payload(
             &payload(
                 "CREATE",
@@ -425,7 +424,7 @@ fn a_five_megabyte_sibling_is_charged() {
         "fat",
         json!({"storage": "70Gi", "blob": "y".repeat(5 << 20)}),
     ));
-    let k8s = fixtures::cluster(objects);
+    let k8s = testing::cluster(objects);
     let v = validate_payload(
         &payload(
             "CREATE",
@@ -492,7 +491,7 @@ fn a_stored_sibling_nested_past_the_limit_is_a_sibling_problem() {
     let with = |values: Value| {
         let mut objects = objects();
         objects.push(application("VMInstance", "tenant-foo", "deep", values));
-        fixtures::cluster(objects)
+        testing::cluster(objects)
     };
     let disk = |k8s: &Fixture, settings: Value| {
         let request = payload(

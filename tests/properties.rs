@@ -9,20 +9,18 @@
 //!
 //! Case counts are kept moderate (64-256) so that `cargo test` stays fast on two cores.
 
-use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::{Value, json};
-use tenant_reservation_policy::admission::{Context, Verdict};
-use tenant_reservation_policy::cluster::fixture::Fixture;
+use tenant_reservation_policy::Resources;
 use tenant_reservation_policy::cluster::{Kubernetes, Query};
-use tenant_reservation_policy::fixtures::{self, application, payload, tenant};
 use tenant_reservation_policy::quantity::{Notation, Quantity};
-use tenant_reservation_policy::resources::Resources;
 use tenant_reservation_policy::settings::Settings;
+use tenant_reservation_policy::testing::{self, Fixture, application, payload, tenant};
 use tenant_reservation_policy::validate_payload;
+use tenant_reservation_policy::{Context, Verdict};
 
 const NANO: i128 = 1_000_000_000;
 const MI: i128 = 1 << 20;
@@ -55,12 +53,7 @@ const INSTANCE_TYPES: &[&str] = &[
     "gn1.2xlarge",
 ];
 
-/// A cluster like `fixtures::cluster`, with the definition and instance type lists built and
-/// serialised once: only the applications' list is made per request.
-struct Cluster {
-    applications: Fixture,
-}
-
+/// The definition and instance type lists, built and serialised once.
 struct Static {
     definitions: Vec<u8>,
     instance_types: Vec<u8>,
@@ -69,12 +62,12 @@ struct Static {
 fn lists() -> &'static Static {
     static LISTS: OnceLock<Static> = OnceLock::new();
     LISTS.get_or_init(|| {
-        let mut objects: Vec<Value> = fixtures::definitions()
+        let mut objects: Vec<Value> = testing::definitions()
             .into_iter()
             .filter(|d| KINDS.iter().any(|k| d["spec"]["application"]["kind"] == *k))
             .collect();
         objects.extend(
-            fixtures::instance_types()
+            testing::instance_types()
                 .into_iter()
                 .filter(|t| INSTANCE_TYPES.iter().any(|n| t["metadata"]["name"] == *n)),
         );
@@ -87,24 +80,12 @@ fn lists() -> &'static Static {
     })
 }
 
-fn cluster(objects: Vec<Value>) -> Cluster {
-    Cluster {
-        applications: Fixture::new(objects),
-    }
-}
-
-impl Kubernetes for Cluster {
-    fn list(
-        &self,
-        query: Query,
-        field_masks: Option<&BTreeSet<String>>,
-    ) -> Result<Vec<u8>, String> {
-        match query {
-            Query::Applications => self.applications.list(query, field_masks),
-            Query::Definitions => Ok(lists().definitions.clone()),
-            Query::InstanceTypes => Ok(lists().instance_types.clone()),
-        }
-    }
+/// A cluster like `testing::cluster` whose definition and instance type lists are served
+/// from [`lists`]: only the applications' list is made per request.
+fn cluster(objects: Vec<Value>) -> Fixture {
+    Fixture::new(objects)
+        .answering(Query::Definitions, Ok(lists().definitions.clone()))
+        .answering(Query::InstanceTypes, Ok(lists().instance_types.clone()))
 }
 
 fn gpu_settings() -> &'static Settings {
@@ -118,7 +99,7 @@ fn gpu_settings() -> &'static Settings {
 thread_local! {
     /// One context for every charge: definitions read and prepared once per test thread.
     static CHARGING: Context<'static> = {
-        let empty: &'static Cluster = Box::leak(Box::new(cluster(Vec::new())));
+        let empty: &'static Fixture = Box::leak(Box::new(cluster(Vec::new())));
         Context::new(gpu_settings(), empty).expect("valid settings")
     };
 }
@@ -126,9 +107,8 @@ thread_local! {
 /// What one application of `kind` with `spec` reserves, by the real definition.
 fn charge(kind: &str, spec: &Value) -> Result<Resources, String> {
     CHARGING.with(|context| {
-        let governing = context.governing(kind)?;
         context
-            .charge(&governing, kind, spec)
+            .charge_kind(kind, spec)
             .map(Option::unwrap_or_default)
     })
 }

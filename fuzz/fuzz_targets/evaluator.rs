@@ -18,13 +18,12 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
-use tenant_reservation_policy::admission::{Context, Verdict};
-use tenant_reservation_policy::cluster::fixture::Fixture;
+use tenant_reservation_policy::Resources;
 use tenant_reservation_policy::cluster::{Kubernetes, Query};
-use tenant_reservation_policy::fixtures::{self, application, payload, tenant};
-use tenant_reservation_policy::resources::Resources;
 use tenant_reservation_policy::settings::Settings;
+use tenant_reservation_policy::testing::{self, Fixture, application, payload, tenant};
 use tenant_reservation_policy::validate_payload;
+use tenant_reservation_policy::{Context, Verdict};
 
 /// Byte 0 of an input, modulo the length: the corpus files depend on this order.
 const KINDS: &[&str] = &[
@@ -130,7 +129,7 @@ struct Lists {
 fn lists() -> &'static Lists {
     static LISTS: OnceLock<Lists> = OnceLock::new();
     LISTS.get_or_init(|| {
-        let cluster = fixtures::cluster(pools());
+        let cluster = testing::cluster(pools());
         Lists {
             applications: cluster.list(Query::Applications, None).expect("a list"),
             definitions: cluster.list(Query::Definitions, None).expect("a list"),
@@ -197,10 +196,7 @@ thread_local! {
 
 /// What the values reserve, as the policy charges the object under admission.
 fn charge(kind: &str, values: &Value) -> Result<Option<Resources>, String> {
-    CHARGING.with(|context| {
-        let governing = context.governing(kind)?;
-        context.charge(&governing, kind, values)
-    })
+    CHARGING.with(|context| context.charge_kind(kind, values))
 }
 
 fn check(verdict: &Verdict) {

@@ -13,8 +13,8 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tenant_reservation_policy::cluster::{Kubernetes, Query};
-use tenant_reservation_policy::fixtures::{self, application, payload, tenant};
 use tenant_reservation_policy::settings::Settings;
+use tenant_reservation_policy::testing::{self, application, payload, tenant};
 use tenant_reservation_policy::{check_settings, validate_payload};
 
 /// Writes whose outcome settings change: device classes, presets, aliases, exemptions,
@@ -49,7 +49,7 @@ struct Cluster {
 fn cluster() -> &'static Cluster {
     static CLUSTER: OnceLock<Cluster> = OnceLock::new();
     CLUSTER.get_or_init(|| {
-        let fixture = fixtures::cluster(vec![
+        let fixture = testing::cluster(vec![
             tenant("tenant-root", "root", json!({})),
             tenant(
                 "tenant-root",

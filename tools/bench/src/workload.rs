@@ -9,7 +9,7 @@ use field_mask::FieldMask;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tenant_reservation_policy::cluster::{Kubernetes, Query};
-use tenant_reservation_policy::fixtures;
+use tenant_reservation_policy::testing;
 
 /// The bounded Tenant whose pool is measured.
 pub const POOL: &str = "tenant-foo";
@@ -256,15 +256,15 @@ fn served(mut release: Value, i: usize) -> Value {
 fn tenants(size: usize) -> Vec<Value> {
     let n = size.max(1);
     vec![
-        fixtures::tenant("tenant-root", "root", json!({})),
-        fixtures::tenant(
+        testing::tenant("tenant-root", "root", json!({})),
+        testing::tenant(
             "tenant-root",
             "foo",
             json!({"cpu": format!("{}", 64 * n + 64), "memory": format!("{}Gi", 256 * n + 256),
                    "storage": format!("{}Gi", 512 * n + 512)}),
         ),
-        fixtures::tenant("tenant-foo", "dev", json!({})),
-        fixtures::tenant(
+        testing::tenant("tenant-foo", "dev", json!({})),
+        testing::tenant(
             "tenant-foo",
             "team",
             json!({"cpu": "16", "memory": "64Gi", "storage": "1Ti"}),
@@ -310,20 +310,20 @@ pub fn generate(size: usize) -> (Workload, Answers) {
             }
         };
         releases.push(served(
-            fixtures::application(kind_name, namespace, &name, values),
+            testing::application(kind_name, namespace, &name, values),
             i,
         ));
     }
     let answers = Answers {
         items: [
             releases,
-            fixtures::definitions(),
-            fixtures::instance_types(),
+            testing::definitions(),
+            testing::instance_types(),
         ],
         serialised: RwLock::new(HashMap::new()),
     };
     let new_vm = vm_values(&defaults, 1); // a u1.medium
-    let create = fixtures::payload(
+    let create = testing::payload(
         "CREATE",
         SUBJECT_KIND,
         POOL,
@@ -336,7 +336,7 @@ pub fn generate(size: usize) -> (Workload, Answers) {
     let old = vm_values(&defaults, 0);
     let mut grown = old.clone();
     grown["instanceType"] = json!("u1.large");
-    let update = fixtures::payload(
+    let update = testing::payload(
         "UPDATE",
         SUBJECT_KIND,
         POOL,

@@ -3,15 +3,15 @@
 //! Pure apart from the [`InstanceTypes`] lookup, so every rule is testable natively.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use serde_json::Value;
 
-use crate::definition::Reservation;
-use crate::presets::Presets;
-use crate::quantity::Quantity;
-use crate::resources::{CPU, GPU_ALL_CLASSES, MEMORY, Overflow, Resources, STORAGE, gpu_class_key};
-use crate::values::Cursor;
+use super::definition::Reservation;
+use super::presets::Presets;
+use super::values::{Cursor, describe};
+use crate::keys::{CPU, GPU_ALL_CLASSES, MEMORY, STORAGE, gpu_class_key, is_dns_label};
+use crate::quantity::{JsonQuantityError, Quantity};
+use crate::resources::{Overflow, Resources};
 
 /// The size a VirtualMachineClusterInstancetype gives one VM.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,19 +35,12 @@ pub struct Sizing<'a> {
 }
 
 /// Why an application could not be evaluated, naming the field.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {reason}")]
 pub struct EvalError {
     pub path: String,
     pub reason: String,
 }
-
-impl fmt::Display for EvalError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path, self.reason)
-    }
-}
-
-impl std::error::Error for EvalError {}
 
 type Result<T> = std::result::Result<T, EvalError>;
 
@@ -317,16 +310,6 @@ fn add_gpus(
     Ok(())
 }
 
-pub fn is_dns_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[0] != b'-'
-        && b[b.len() - 1] != b'-'
-}
-
 /// A non-negative integer count, `None` when absent.
 fn read_count(place: Place<'_>, path: &str) -> Result<Option<u64>> {
     match place.read(path)? {
@@ -348,18 +331,16 @@ fn read_count(place: Place<'_>, path: &str) -> Result<Option<u64>> {
 
 /// A quantity given as a string or a JSON number; `None` when absent or an empty string.
 fn read_quantity(place: Place<'_>, path: &str) -> Result<Option<Quantity>> {
-    let text = match place.read(path)? {
-        None => return Ok(None),
-        Some(Value::String(s)) if s.is_empty() => return Ok(None),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) => n.to_string(),
-        Some(other) => {
-            return Err(place.error(path, format!("must be a quantity, not {}", describe(other))));
-        }
-    };
-    Quantity::parse_non_negative(&text)
-        .map(Some)
-        .map_err(|e| place.error(path, e.to_string()))
+    match place.read(path)? {
+        None => Ok(None),
+        Some(Value::String(s)) if s.is_empty() => Ok(None),
+        Some(v) => Quantity::from_json(v).map(Some).map_err(|e| match e {
+            JsonQuantityError::WrongType => {
+                place.error(path, format!("must be a quantity, not {}", describe(v)))
+            }
+            JsonQuantityError::Invalid(e) => place.error(path, e.to_string()),
+        }),
+    }
 }
 
 /// A name (instance type, preset, class); `None` when absent or empty.
@@ -369,16 +350,5 @@ fn read_name<'a>(place: Place<'a>, path: &str) -> Result<Option<&'a str>> {
         Some(Value::String(s)) if s.is_empty() => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
         Some(other) => Err(place.error(path, format!("must be a string, not {}", describe(other)))),
-    }
-}
-
-pub fn describe(v: &Value) -> String {
-    match v {
-        Value::Null => "null".into(),
-        Value::Bool(b) => format!("the boolean {b}"),
-        Value::Number(n) => format!("the number {n}"),
-        Value::String(s) => format!("the string {s:?}"),
-        Value::Array(_) => "a list".into(),
-        Value::Object(_) => "an object".into(),
     }
 }

@@ -8,7 +8,7 @@ use field_mask::FieldMask;
 
 use serde_json::{Value, json};
 
-use super::{Kubernetes, Query};
+use crate::cluster::{Kubernetes, Query};
 
 #[derive(Default)]
 pub struct Fixture {
@@ -16,6 +16,8 @@ pub struct Fixture {
     /// Answers to return instead of a list (a host that misbehaves).
     overrides: Vec<(Query, Result<Vec<u8>, String>)>,
     calls: RefCell<Vec<(Query, Option<BTreeSet<String>>)>>,
+    /// Answer whole objects whatever masks are asked (a host without field masks).
+    unmasked: bool,
 }
 
 impl Fixture {
@@ -30,6 +32,16 @@ impl Fixture {
     pub fn answering(mut self, query: Query, answer: Result<Vec<u8>, String>) -> Self {
         self.overrides.push((query, answer));
         self
+    }
+
+    /// The same cluster on a host that ignores field masks.
+    pub fn unmasked(&self) -> Self {
+        Fixture {
+            objects: self.objects.clone(),
+            overrides: self.overrides.clone(),
+            calls: RefCell::default(),
+            unmasked: true,
+        }
     }
 
     pub fn add(&mut self, object: Value) {
@@ -81,6 +93,7 @@ impl Kubernetes for Fixture {
         if let Some((_, answer)) = self.overrides.iter().find(|(q, _)| *q == query) {
             return answer.clone();
         }
+        let field_masks = field_masks.filter(|_| !self.unmasked);
         Ok(serde_json::to_vec(&self.list_value(query, field_masks))
             .expect("a JSON value serialises"))
     }

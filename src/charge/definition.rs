@@ -7,8 +7,6 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::values::Schema;
-
 /// An ApplicationDefinition as listed from the cluster (only the fields the policy reads).
 #[derive(Deserialize, Debug, Clone)]
 pub struct ApplicationDefinition {
@@ -159,59 +157,6 @@ where
     })
 }
 
-/// A definition made ready to evaluate: its reservation parsed and its schema loaded.
-#[derive(Debug, Clone)]
-pub struct Governing {
-    pub definition_name: String,
-    /// `None`: the definition declares no reservation block.
-    pub reservation: Option<Reservation>,
-    pub schema: Schema,
-}
-
-impl ApplicationDefinition {
-    /// Parses the reservation block and the openAPISchema; the error names the definition.
-    pub fn prepare(&self) -> Result<Governing, String> {
-        let name = &self.metadata.name;
-        let reservation = match &self.spec.reservation {
-            None | Some(Value::Null) => None,
-            Some(block) => Some(Reservation::from_value(block).map_err(|e| {
-                format!("ApplicationDefinition {name}: spec.reservation is invalid: {e}")
-            })?),
-        };
-        let text = match self.spec.application.open_api_schema.as_deref() {
-            None => String::new(),
-            // A list answer is valid JSON, so the raw token always parses.
-            Some(raw) => match serde_json::from_str::<Value>(raw.get()) {
-                Ok(Value::String(text)) => text,
-                Ok(Value::Null) => String::new(),
-                Ok(other) => {
-                    return Err(format!(
-                        "ApplicationDefinition {name}: spec.application.openAPISchema must be a string, not {}",
-                        crate::evaluate::describe(&other)
-                    ));
-                }
-                Err(e) => {
-                    return Err(format!(
-                        "ApplicationDefinition {name}: spec.application.openAPISchema: {e}"
-                    ));
-                }
-            },
-        };
-        let schema = if text.is_empty() {
-            Schema::none()
-        } else {
-            Schema::parse(&text).map_err(|e| {
-                format!("ApplicationDefinition {name}: spec.application.openAPISchema is not valid JSON: {e}")
-            })?
-        };
-        Ok(Governing {
-            definition_name: name.clone(),
-            reservation,
-            schema,
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,22 +206,6 @@ mod tests {
             Reservation::from_value(&deep)
                 .unwrap_err()
                 .contains("nested deeper")
-        );
-    }
-
-    #[test]
-    fn names_the_definition_when_its_schema_is_broken() {
-        let def: ApplicationDefinition = serde_json::from_value(json!({
-            "metadata": {"name": "broken"},
-            "spec": {"application": {"kind": "Broken", "openAPISchema": "{not json"}, "reservation": {}},
-        }))
-        .unwrap();
-        let err = def.prepare().unwrap_err();
-        assert!(
-            err.starts_with(
-                "ApplicationDefinition broken: spec.application.openAPISchema is not valid JSON"
-            ),
-            "{err}"
         );
     }
 }

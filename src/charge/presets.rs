@@ -3,8 +3,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::keys::{CPU, MEMORY};
 use crate::quantity::Quantity;
-use crate::resources::{CPU, MEMORY, Resources};
+use crate::resources::Resources;
+use crate::settings::Settings;
 
 /// `(name, cpu, memory)`, copied from `test_data/reference/resourcepresets.tpl`; the test
 /// below re-reads that file so the two cannot drift apart.
@@ -72,16 +74,25 @@ impl Presets {
         presets
     }
 
-    pub fn insert(&mut self, name: String, size: Resources) {
-        self.0.insert(name, size);
+    /// The table in force: the built-in one, extended or replaced by the settings' presets.
+    pub fn for_settings(settings: &Settings) -> Result<Self, String> {
+        let mut table = if settings.replace_builtin_presets {
+            Presets::default()
+        } else {
+            Presets::built_in()
+        };
+        for (name, size) in &settings.presets {
+            let mut r = Resources::new();
+            for (key, q) in size.sizes(name)? {
+                r.add(key, q).expect("two keys cannot overflow");
+            }
+            table.0.insert(name.clone(), r);
+        }
+        Ok(table)
     }
 
     pub fn get(&self, name: &str) -> Option<&Resources> {
         self.0.get(name)
-    }
-
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.0.keys().map(String::as_str)
     }
 }
 
@@ -100,7 +111,7 @@ mod tests {
 
     #[test]
     fn matches_the_cozystack_table() {
-        let tpl = include_str!("../test_data/reference/resourcepresets.tpl");
+        let tpl = include_str!("../../test_data/reference/resourcepresets.tpl");
         let presets = Presets::built_in();
         let mut seen = 0;
         for line in tpl.lines() {
@@ -122,5 +133,30 @@ mod tests {
             presets.get("medium").unwrap().to_string(),
             "cpu 1, memory 1Gi"
         );
+    }
+
+    #[test]
+    fn settings_extend_or_replace_the_table() {
+        let settings: Settings = serde_json::from_value(serde_json::json!({
+            "presets": {"gpu.large": {"cpu": 16, "memory": "64Gi"}, "u1.medium": {"cpu": "3", "memory": "8Gi"}},
+        }))
+        .unwrap();
+        let table = Presets::for_settings(&settings).unwrap();
+        assert_eq!(
+            table.get("gpu.large").unwrap().to_string(),
+            "cpu 16, memory 64Gi"
+        );
+        assert_eq!(
+            table.get("u1.medium").unwrap().to_string(),
+            "cpu 3, memory 8Gi"
+        );
+        assert!(table.get("t1.nano").is_some());
+        let only = Settings {
+            replace_builtin_presets: true,
+            ..settings
+        };
+        let table = Presets::for_settings(&only).unwrap();
+        assert!(table.get("t1.nano").is_none());
+        assert!(table.get("gpu.large").is_some());
     }
 }

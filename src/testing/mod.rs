@@ -1,52 +1,58 @@
-//! Real Cozystack shapes for tests, the benchmark and the fuzzers: the in-tree
-//! ApplicationDefinitions with the proposed reservation blocks, the shipped instance types,
-//! and builders for stored applications, tenants and admission requests.
+//! Test support, shared by the unit and integration tests, the fuzzers, the scenario
+//! generator and the benchmark (feature `fixtures`; never in `policy.wasm`):
+//! - real Cozystack shapes: the in-tree ApplicationDefinitions with the proposed
+//!   reservation blocks, the shipped instance types;
+//! - builders for stored applications, tenants and admission requests;
+//! - [`Fixture`]: the in-memory implementation of the [`crate::cluster::Kubernetes`] seam.
+
+mod cluster;
+
+pub use cluster::Fixture;
 
 use std::sync::OnceLock;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::cluster::fixture::Fixture;
-use crate::cluster::{GROUP_LABEL, KIND_LABEL, NAME_LABEL};
+use crate::keys::{GROUP_LABEL, KIND_LABEL, NAME_LABEL};
 
 const DEFINITIONS: &[&str] = &[
-    include_str!("../test_data/reference/applicationdefinitions/bootbox.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/bucket.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/clickhouse.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/computeplane.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/etcd.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/external-dns.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/foundationdb.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/harbor.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/http-cache.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/info.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/ingress.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/kafka.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/kubernetes-nodes.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/kubernetes.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/mariadb.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/mongodb.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/monitoring.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/nats.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/openbao.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/opensearch.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/postgres.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/qdrant.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/rabbitmq.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/redis.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/seaweedfs.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/tcp-balancer.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/tenant.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/virtualprivatecloud.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/vm-disk.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/vm-instance.yaml"),
-    include_str!("../test_data/reference/applicationdefinitions/vpn.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/bootbox.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/bucket.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/clickhouse.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/computeplane.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/etcd.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/external-dns.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/foundationdb.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/harbor.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/http-cache.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/info.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/ingress.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/kafka.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/kubernetes-nodes.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/kubernetes.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/mariadb.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/mongodb.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/monitoring.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/nats.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/openbao.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/opensearch.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/postgres.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/qdrant.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/rabbitmq.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/redis.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/seaweedfs.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/tcp-balancer.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/tenant.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/virtualprivatecloud.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/vm-disk.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/vm-instance.yaml"),
+    include_str!("../../test_data/reference/applicationdefinitions/vpn.yaml"),
 ];
-const RESERVATIONS: &str = include_str!("../test_data/reservations.yaml");
+const RESERVATIONS: &str = include_str!("../../test_data/reservations.yaml");
 const INSTANCE_TYPES: &[&str] = &[
-    include_str!("../test_data/reference/instancetypes/templates_instancetypes.yaml"),
-    include_str!("../test_data/reference/instancetypes/templates_extra-instancetypes.yaml"),
+    include_str!("../../test_data/reference/instancetypes/templates_instancetypes.yaml"),
+    include_str!("../../test_data/reference/instancetypes/templates_extra-instancetypes.yaml"),
 ];
 
 fn yaml_documents(text: &str) -> Vec<Value> {

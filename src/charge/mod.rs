@@ -1,0 +1,210 @@
+//! What one application reserves.
+//!
+//! - [`definition`]: the ApplicationDefinition as listed, and the `spec.reservation` contract;
+//! - [`values`]: an application's values as its chart sees them (schema defaults applied);
+//! - [`evaluate`]: a reservation block evaluated against those values;
+//! - [`presets`]: Cozystack's preset table, the sizes a `preset` path resolves to.
+//!
+//! Pure apart from the instance-type lookup behind [`evaluate::InstanceTypes`].
+
+pub mod definition;
+pub mod evaluate;
+pub mod presets;
+pub mod values;
+
+use serde_json::Value;
+
+use crate::resources::Resources;
+use crate::settings::Settings;
+use definition::{ApplicationDefinition, Reservation};
+use evaluate::{EvalError, Sizing};
+use values::{Cursor, Schema, describe};
+
+/// Why an application cannot be charged.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ChargeError {
+    #[error("cannot read the ApplicationDefinitions: {0}")]
+    DefinitionsUnreadable(String),
+    #[error("no ApplicationDefinition declares kind {kind}")]
+    NoDefinition { kind: String },
+    #[error("kind {kind} is declared by {} ApplicationDefinitions ({})", names.len(), names.join(", "))]
+    ManyDefinitions { kind: String, names: Vec<String> },
+    #[error("ApplicationDefinition {definition}: spec.reservation is invalid: {reason}")]
+    InvalidReservation { definition: String, reason: String },
+    #[error(
+        "ApplicationDefinition {definition}: spec.application.openAPISchema must be a string, not {found}"
+    )]
+    SchemaNotAString { definition: String, found: String },
+    #[error("ApplicationDefinition {definition}: spec.application.openAPISchema: {reason}")]
+    SchemaUnreadable { definition: String, reason: String },
+    #[error(
+        "ApplicationDefinition {definition}: spec.application.openAPISchema is not valid JSON: {reason}"
+    )]
+    SchemaInvalid { definition: String, reason: String },
+    #[error(
+        "ApplicationDefinition {definition} declares no spec.reservation, and {kind} is not in the exemptKinds setting"
+    )]
+    NoReservation { definition: String, kind: String },
+    #[error("spec.values is not valid JSON: {0}")]
+    ValuesNotJson(String),
+    #[error(transparent)]
+    Eval(#[from] EvalError),
+}
+
+/// A definition made ready to evaluate: its reservation parsed and its schema loaded.
+#[derive(Debug, Clone)]
+pub struct Governing {
+    pub definition_name: String,
+    /// `None`: the definition declares no reservation block.
+    pub reservation: Option<Reservation>,
+    pub schema: Schema,
+}
+
+impl Governing {
+    /// The definition that governs `kind`, of those that declare it: exactly one must.
+    pub fn of_kind<'d>(
+        kind: &str,
+        mut declaring: impl Iterator<Item = &'d ApplicationDefinition>,
+    ) -> Result<Governing, ChargeError> {
+        let Some(first) = declaring.next() else {
+            return Err(ChargeError::NoDefinition { kind: kind.into() });
+        };
+        let others: Vec<&ApplicationDefinition> = declaring.collect();
+        if !others.is_empty() {
+            return Err(ChargeError::ManyDefinitions {
+                kind: kind.into(),
+                names: std::iter::once(first)
+                    .chain(others)
+                    .map(|d| d.metadata.name.clone())
+                    .collect(),
+            });
+        }
+        Governing::prepare(first)
+    }
+
+    /// Parses the reservation block and the openAPISchema; the error names the definition.
+    pub fn prepare(definition: &ApplicationDefinition) -> Result<Governing, ChargeError> {
+        let name = &definition.metadata.name;
+        let reservation = match &definition.spec.reservation {
+            None | Some(Value::Null) => None,
+            Some(block) => Some(Reservation::from_value(block).map_err(|reason| {
+                ChargeError::InvalidReservation {
+                    definition: name.clone(),
+                    reason,
+                }
+            })?),
+        };
+        let text = match definition.spec.application.open_api_schema.as_deref() {
+            None => String::new(),
+            // A list answer is valid JSON, so the raw token always parses.
+            Some(raw) => match serde_json::from_str::<Value>(raw.get()) {
+                Ok(Value::String(text)) => text,
+                Ok(Value::Null) => String::new(),
+                Ok(other) => {
+                    return Err(ChargeError::SchemaNotAString {
+                        definition: name.clone(),
+                        found: describe(&other),
+                    });
+                }
+                Err(e) => {
+                    return Err(ChargeError::SchemaUnreadable {
+                        definition: name.clone(),
+                        reason: e.to_string(),
+                    });
+                }
+            },
+        };
+        let schema = if text.is_empty() {
+            Schema::none()
+        } else {
+            Schema::parse(&text).map_err(|e| ChargeError::SchemaInvalid {
+                definition: name.clone(),
+                reason: e.to_string(),
+            })?
+        };
+        Ok(Governing {
+            definition_name: name.clone(),
+            reservation,
+            schema,
+        })
+    }
+}
+
+/// What one application of `kind` with `values` reserves. `Ok(None)`: the kind is exempt or
+/// (with `requireReservation: false`) declares no reservation.
+pub fn charge(
+    governing: &Governing,
+    kind: &str,
+    values: &Value,
+    sizing: &Sizing<'_>,
+    settings: &Settings,
+) -> Result<Option<Resources>, ChargeError> {
+    if settings.exempt_kinds.contains(kind) {
+        return Ok(None);
+    }
+    let Some(reservation) = &governing.reservation else {
+        if settings.require_reservation {
+            return Err(ChargeError::NoReservation {
+                definition: governing.definition_name.clone(),
+                kind: kind.into(),
+            });
+        }
+        return Ok(None);
+    };
+    let cursor = Cursor::new(values, governing.schema.root());
+    Ok(Some(evaluate::evaluate(reservation, cursor, sizing)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn definition(name: &str, spec: Value) -> ApplicationDefinition {
+        serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).unwrap()
+    }
+
+    #[test]
+    fn names_the_definition_when_its_schema_is_broken() {
+        let def = definition(
+            "broken",
+            json!({"application": {"kind": "Broken", "openAPISchema": "{not json"}, "reservation": {}}),
+        );
+        let err = Governing::prepare(&def).unwrap_err().to_string();
+        assert!(
+            err.starts_with(
+                "ApplicationDefinition broken: spec.application.openAPISchema is not valid JSON"
+            ),
+            "{err}"
+        );
+        let def = definition(
+            "odd",
+            json!({"application": {"kind": "Odd", "openAPISchema": {"type": "object"}}}),
+        );
+        assert_eq!(
+            Governing::prepare(&def).unwrap_err().to_string(),
+            "ApplicationDefinition odd: spec.application.openAPISchema must be a string, not an object"
+        );
+    }
+
+    #[test]
+    fn exactly_one_definition_governs_a_kind() {
+        let a = definition("a", json!({"application": {"kind": "K"}}));
+        let b = definition("b", json!({"application": {"kind": "K"}}));
+        assert_eq!(
+            Governing::of_kind("K", [].into_iter())
+                .unwrap_err()
+                .to_string(),
+            "no ApplicationDefinition declares kind K"
+        );
+        assert_eq!(
+            Governing::of_kind("K", [&a, &b].into_iter())
+                .unwrap_err()
+                .to_string(),
+            "kind K is declared by 2 ApplicationDefinitions (a, b)"
+        );
+        let one = Governing::of_kind("K", [&a].into_iter()).unwrap();
+        assert_eq!(one.definition_name, "a");
+        assert!(one.reservation.is_none());
+    }
+}

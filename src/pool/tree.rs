@@ -1,0 +1,254 @@
+//! The tenant tree, as Cozystack's tenantquota controller walks it.
+//!
+//! - A Tenant `x` in namespace `P` owns `tenant-x` when `P` is `tenant-root`, else `P-x`;
+//!   `tenant-root` (owned by the Tenant `root` in `tenant-root`) is its own parent.
+//! - A tenant is *bounded* when its `resourceQuotas` is non-empty, and bounds a key when it
+//!   declares it (an unreadable quota bounds every key: whoever depends on it fails closed).
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::quota::{Budget, declared_quota};
+use crate::keys::KeyAliases;
+
+pub const ROOT_NAMESPACE: &str = "tenant-root";
+
+/// The namespace a Tenant named `name` created in `namespace` owns.
+pub fn owned_namespace(name: &str, namespace: &str) -> String {
+    if namespace == ROOT_NAMESPACE {
+        if name == "root" {
+            ROOT_NAMESPACE.to_string()
+        } else {
+            format!("tenant-{name}")
+        }
+    } else {
+        format!("{namespace}-{name}")
+    }
+}
+
+/// One Tenant application, as the tree needs it.
+#[derive(Clone, Debug)]
+pub struct Tenant {
+    /// Where the Tenant object lives (its parent's namespace).
+    pub namespace: String,
+    /// The namespace it owns.
+    pub owns: String,
+    /// Its declared `resourceQuotas` as a budget, or why they could not be read.
+    pub quota: Result<Budget, String>,
+    /// Whether `resourceQuotas` is non-empty (even if some entry is malformed).
+    pub bounded: bool,
+}
+
+impl Tenant {
+    /// Whether this tenant bounds `key`. An unreadable quota bounds every key: whoever
+    /// depends on it must fail closed.
+    pub fn bounds(&self, key: &str) -> bool {
+        match &self.quota {
+            Ok(budget) => budget.get(key).is_some(),
+            Err(_) => self.bounded,
+        }
+    }
+}
+
+/// A stored Tenant's place in the tree and its declared quota, read leniently: an unreadable
+/// quota is kept as an error for whoever needs it, and still bounds (fail closed).
+pub fn stored_tenant(
+    name: &str,
+    namespace: &str,
+    values: Result<&Value, &String>,
+    aliases: &KeyAliases,
+) -> Tenant {
+    let declared = values
+        .map_err(String::clone)
+        .and_then(|v| declared_quota(v).map_err(|errors| errors.join("; ")));
+    let bounded = match &declared {
+        Ok(pairs) => !pairs.is_empty(),
+        Err(_) => true,
+    };
+    Tenant {
+        namespace: namespace.to_string(),
+        owns: owned_namespace(name, namespace),
+        quota: declared
+            .map(|pairs| Budget::from_declared(&pairs, aliases))
+            .map_err(|e| format!("Tenant {namespace}/{name}: {e}")),
+        bounded,
+    }
+}
+
+/// Every tenant, indexed by the namespace it owns.
+#[derive(Debug, Default)]
+pub struct Tenancy {
+    tenants: Vec<Tenant>,
+    by_owned: HashMap<String, usize>,
+}
+
+impl Tenancy {
+    pub fn new(tenants: Vec<Tenant>) -> Self {
+        let mut by_owned = HashMap::with_capacity(tenants.len());
+        for (i, t) in tenants.iter().enumerate() {
+            // Two Tenants cannot own one namespace in a real cluster; keep the first seen.
+            by_owned.entry(t.owns.clone()).or_insert(i);
+        }
+        Tenancy { tenants, by_owned }
+    }
+
+    /// The same tree with `tenant` written (replacing the one that owns its namespace).
+    pub fn with(&self, tenant: Tenant) -> Tenancy {
+        let mut tenants: Vec<Tenant> = self
+            .tenants
+            .iter()
+            .filter(|t| t.owns != tenant.owns)
+            .cloned()
+            .collect();
+        tenants.push(tenant);
+        Tenancy::new(tenants)
+    }
+
+    pub fn tenants(&self) -> &[Tenant] {
+        &self.tenants
+    }
+
+    pub fn owner(&self, namespace: &str) -> Option<&Tenant> {
+        self.by_owned.get(namespace).map(|&i| &self.tenants[i])
+    }
+
+    /// The namespace above `namespace`, `None` at the top or outside the tree.
+    pub fn parent(&self, namespace: &str) -> Option<&str> {
+        self.owner(namespace)
+            .map(|t| t.namespace.as_str())
+            .filter(|p| *p != namespace)
+    }
+
+    /// The nearest bounded tenant at or above `namespace`, as the namespace it owns.
+    pub fn pool_root<'a>(&'a self, namespace: &str) -> Option<&'a str> {
+        let mut current = namespace;
+        // A cycle cannot occur with real namespace names; the bound makes sure of it.
+        for _ in 0..=self.tenants.len() {
+            let owner = self.owner(current)?;
+            if owner.bounded {
+                return Some(owner.owns.as_str());
+            }
+            current = self.parent(current)?;
+        }
+        None
+    }
+
+    /// The pool root for `key` of `namespace`: the nearest tenant at or above it that bounds
+    /// `key`. Pools are per key, so a sub-tenant that bounds only `cpu` stays a member of its
+    /// parent's pool for `memory`: no key escapes the budget above it.
+    pub fn root_for<'a>(&'a self, namespace: &str, key: &str) -> Option<&'a Tenant> {
+        let mut current = namespace;
+        for _ in 0..=self.tenants.len() {
+            let owner = self.owner(current)?;
+            if owner.bounds(key) {
+                return Some(owner);
+            }
+            current = self.parent(current)?;
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::quantity::Quantity;
+    use serde_json::json;
+
+    fn q(s: &str) -> Quantity {
+        Quantity::parse(s).unwrap()
+    }
+
+    pub(crate) fn tenant(name: &str, namespace: &str, quota: &[(&str, &str)]) -> Tenant {
+        let declared: Vec<(String, Quantity)> =
+            quota.iter().map(|(k, v)| (k.to_string(), q(v))).collect();
+        Tenant {
+            namespace: namespace.into(),
+            owns: owned_namespace(name, namespace),
+            quota: Ok(Budget::from_declared(&declared, &KeyAliases::default())),
+            bounded: !quota.is_empty(),
+        }
+    }
+
+    /// root (unbounded) -> a (16Gi) -> { a-b (unbounded) -> a-b-c (4Gi), a-d (4Gi) }; e (unbounded).
+    pub(crate) fn tree() -> Tenancy {
+        Tenancy::new(vec![
+            tenant("root", "tenant-root", &[]),
+            tenant("a", "tenant-root", &[("memory", "16Gi"), ("cpu", "8")]),
+            tenant("b", "tenant-a", &[]),
+            tenant("c", "tenant-a-b", &[("memory", "4Gi")]),
+            tenant(
+                "d",
+                "tenant-a",
+                &[("requests.memory", "4Gi"), ("limits.memory", "6Gi")],
+            ),
+            tenant("e", "tenant-root", &[]),
+        ])
+    }
+
+    #[test]
+    fn derives_owned_namespaces_as_cozystack_does() {
+        assert_eq!(owned_namespace("root", "tenant-root"), "tenant-root");
+        assert_eq!(owned_namespace("foo", "tenant-root"), "tenant-foo");
+        assert_eq!(owned_namespace("x", "tenant-a"), "tenant-a-x");
+        assert_eq!(owned_namespace("y", "tenant-a-b"), "tenant-a-b-y");
+    }
+
+    #[test]
+    fn finds_the_nearest_bounded_ancestor() {
+        let t = tree();
+        assert_eq!(t.pool_root("tenant-a"), Some("tenant-a"));
+        assert_eq!(
+            t.pool_root("tenant-a-b"),
+            Some("tenant-a"),
+            "unbounded child draws from its parent"
+        );
+        assert_eq!(
+            t.pool_root("tenant-a-b-c"),
+            Some("tenant-a-b-c"),
+            "bounded grandchild is its own pool"
+        );
+        assert_eq!(
+            t.pool_root("tenant-e"),
+            None,
+            "no bounded ancestor: no pool"
+        );
+        assert_eq!(t.pool_root("tenant-root"), None);
+        assert_eq!(t.pool_root("default"), None, "not a tenant namespace");
+        assert_eq!(
+            t.parent("tenant-root"),
+            None,
+            "tenant-root is its own parent"
+        );
+    }
+
+    #[test]
+    fn a_zero_quota_still_bounds() {
+        let t = Tenancy::new(vec![tenant("z", "tenant-root", &[("cpu", "0")])]);
+        let root = t.root_for("tenant-z", "cpu").unwrap();
+        assert_eq!(
+            root.quota.as_ref().unwrap().get("cpu"),
+            Some(Quantity::ZERO)
+        );
+        assert!(
+            t.root_for("tenant-z", "memory").is_none(),
+            "but only the keys it declares"
+        );
+    }
+
+    #[test]
+    fn an_unreadable_stored_quota_still_bounds() {
+        let values = json!({"resourceQuotas": {"cpu": "lots"}});
+        let t = stored_tenant("a", "tenant-root", Ok(&values), &KeyAliases::default());
+        assert!(t.bounded && t.bounds("memory"));
+        assert_eq!(
+            t.quota.unwrap_err(),
+            "Tenant tenant-root/a: spec.resourceQuotas.cpu: \"lots\" is not a valid quantity"
+        );
+        let none = json!({});
+        let t = stored_tenant("b", "tenant-a", Ok(&none), &KeyAliases::default());
+        assert_eq!(t.owns, "tenant-a-b");
+        assert!(!t.bounded && !t.bounds("cpu"));
+    }
+}

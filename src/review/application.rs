@@ -1,0 +1,108 @@
+//! The application gate: a write of any kind but Tenant is charged by its definition, and
+//! each key it grows must fit in that key's pool.
+
+use super::{Outcome, Refusal, Subject};
+use crate::context::Context;
+use crate::decision::{self, Standing};
+use crate::pool::Pool;
+use crate::resources::Resources;
+
+pub(super) fn check(
+    subject: &Subject<'_>,
+    context: &Context<'_>,
+    warnings: &mut Vec<String>,
+) -> Result<(), Refusal> {
+    let label = subject.label();
+    let tenancy = context.tenancy().map_err(|error| Refusal::Cluster {
+        subject: label.clone(),
+        error,
+    })?;
+    if tenancy.pool_root(subject.namespace).is_none()
+        || context.settings.exempt_kinds.contains(subject.kind)
+    {
+        return Ok(());
+    }
+    let unevaluable = |error| Refusal::Unevaluable {
+        subject: label.clone(),
+        error,
+    };
+    let governing = context.governing(subject.kind).map_err(unevaluable)?;
+    let Some(new) = context
+        .charge(&governing, subject.kind, subject.values)
+        .map_err(unevaluable)?
+    else {
+        return Ok(());
+    };
+    let old = match subject
+        .old_values
+        .map(|old| context.charge(&governing, subject.kind, old))
+    {
+        None | Some(Ok(None)) => None,
+        Some(Ok(Some(old))) => Some(old),
+        Some(Err(e)) => {
+            // Charged as if it were new: the safe reading of an unknown previous size.
+            warnings.push(format!(
+                "{label}: the previous version cannot be evaluated ({e}); the whole new reservation is checked"
+            ));
+            Some(Resources::new())
+        }
+    };
+
+    // Each growing key is checked in its own pool: the nearest tenant that bounds it.
+    let mut grown = Vec::new();
+    for (key, delta) in decision::growth(&new, old.as_ref()) {
+        let Some(pool) = tenancy.pool(subject.namespace, &key) else {
+            continue;
+        };
+        let budget = pool.budget().map_err(|reason| Refusal::BudgetUnreadable {
+            subject: label.clone(),
+            pool: pool.name().to_string(),
+            reason: reason.to_string(),
+        })?;
+        grown.push((pool, delta, budget));
+    }
+    if grown.is_empty() {
+        return Ok(());
+    }
+    // In the order of the messages: by pool, then by key.
+    grown.sort_by(|(a, ..), (b, ..)| (a.name(), &a.key).cmp(&(b.name(), &b.key)));
+
+    let pools: Vec<Pool<'_>> = grown.iter().map(|(pool, ..)| pool.clone()).collect();
+    let (usage, sibling) = context
+        .usage(&pools, |app| subject.is(app))
+        .map_err(|error| Refusal::Cluster {
+            subject: label.clone(),
+            error,
+        })?;
+    let mut problems = Vec::new();
+    let mut violations = Vec::new();
+    for (pool, delta, budget) in &grown {
+        let carved =
+            pool.carved(None, &mut problems)
+                .map_err(|_| Refusal::PoolCarveOutsOverflow {
+                    subject: label.clone(),
+                    pool: pool.name().to_string(),
+                })?;
+        let standing = Standing {
+            pool: pool.name(),
+            key: &pool.key,
+            budget: *budget,
+            carved,
+            reserved: usage.of(&pool.key),
+        };
+        violations.extend(decision::application_violation(
+            &standing,
+            new.get(&pool.key),
+            *delta,
+            old.is_some(),
+        ));
+    }
+    problems.extend(sibling);
+    Outcome {
+        subject: label,
+        pools: grown.iter().map(|(pool, ..)| pool.name()).collect(),
+        problems,
+        violations,
+    }
+    .conclude(context.settings, warnings)
+}

@@ -1,0 +1,313 @@
+//! The application gate over real Cozystack definitions and instance types.
+
+use serde_json::{Value, json};
+
+mod common;
+use common::*;
+
+#[test]
+fn create_that_fits_is_accepted_and_one_that_does_not_is_explained() {
+    let k8s = foo_pool(Vec::new());
+    let fits = create(
+        &k8s,
+        "VMInstance",
+        "tenant-foo",
+        "db1",
+        json!({"instanceType": "u1.xlarge"}),
+    );
+    assert!(fits.allowed, "16Gi + 16Gi fits in 32Gi: {fits:?}");
+    let over = create(
+        &k8s,
+        "VMInstance",
+        "tenant-foo",
+        "db1",
+        json!({"instanceType": "u1.2xlarge"}),
+    );
+    assert!(!over.allowed);
+    assert_eq!(
+        message(&over),
+        "VMInstance tenant-foo/db1: memory 32Gi exceeds pool tenant-foo: budget 32Gi, reserved 16Gi by 3 applications, available 16Gi"
+    );
+}
+
+#[test]
+fn update_checks_growth_only() {
+    let k8s = foo_pool(Vec::new());
+    let grow = update(
+        &k8s,
+        "VMInstance",
+        "tenant-foo",
+        "vm1",
+        json!({"instanceType": "u1.medium"}),
+        json!({"instanceType": "u1.2xlarge"}),
+    );
+    assert_eq!(
+        message(&grow),
+        "VMInstance tenant-foo/vm1: memory grows by 28Gi to 32Gi, which exceeds pool tenant-foo: budget 32Gi, reserved 12Gi by 2 applications, available 20Gi"
+    );
+    let ok = update(
+        &k8s,
+        "VMInstance",
+        "tenant-foo",
+        "vm1",
+        json!({"instanceType": "u1.medium"}),
+        json!({"instanceType": "u1.xlarge"}),
+    );
+    assert!(ok.allowed, "16Gi + 4Gi + 8Gi fits in 32Gi: {ok:?}");
+}
+
+#[test]
+fn shrinking_passes_even_over_budget() {
+    // The parent lowered foo's quota to 8Gi after three 4Gi VMs existed.
+    let k8s = cluster(vec![
+        tenant("tenant-root", "foo", json!({"memory": "8Gi"})),
+        application("VMInstance", "tenant-foo", "vm1", json!({})),
+        application("VMInstance", "tenant-foo", "vm2", json!({})),
+        application("VMInstance", "tenant-foo", "vm3", json!({})),
+    ]);
+    let shrink = update(
+        &k8s,
+        "VMInstance",
+        "tenant-foo",
+        "vm1",
+        json!({}),
+        json!({"instanceType": "u1.small"}),
+    );
+    assert!(shrink.allowed, "{shrink:?}");
+    let same = update(
+        &k8s,
+        "VMInstance",
+        "tenant-foo",
+        "vm1",
+        json!({}),
+        json!({"instanceType": "u1.medium", "runStrategy": "Halted"}),
+    );
+    assert!(same.allowed, "{same:?}");
+    assert_eq!(
+        k8s.calls(),
+        [
+            Query::Definitions,
+            Query::Applications,
+            Query::InstanceTypes,
+            Query::Definitions,
+            Query::Applications,
+            Query::InstanceTypes
+        ]
+    );
+}
+
+#[test]
+fn nested_tenants_carve_out_and_unbounded_children_share() {
+    let k8s = cluster(vec![
+        tenant("tenant-root", "root", json!({})),
+        tenant("tenant-root", "a", json!({"cpu": "10", "memory": "40Gi"})),
+        tenant("tenant-a", "b", json!({})), // unbounded: shares a's pool
+        tenant(
+            "tenant-a",
+            "c",
+            json!({"requests.cpu": "4", "memory": "16Gi"}),
+        ), // carved out
+        application(
+            "Postgres",
+            "tenant-a-b",
+            "pg",
+            json!({"replicas": 2, "resourcesPreset": "u1.medium"}),
+        ), // 4 cpu, 16Gi
+        application(
+            "VMInstance",
+            "tenant-a-c",
+            "big",
+            json!({"instanceType": "u1.2xlarge"}),
+        ), // not in a's pool
+    ]);
+    // Pool tenant-a: cpu 10 - 4 carved = 6 for members; Postgres reserves 4.
+    let fits = create(
+        &k8s,
+        "VMInstance",
+        "tenant-a",
+        "vm",
+        json!({"instanceType": "u1.medium"}),
+    );
+    assert!(fits.allowed, "{fits:?}");
+    let over = create(
+        &k8s,
+        "VMInstance",
+        "tenant-a-b",
+        "vm",
+        json!({"instanceType": "u1.xlarge"}),
+    );
+    assert_eq!(
+        message(&over),
+        "VMInstance tenant-a-b/vm: cpu 4 exceeds pool tenant-a: budget 10, 4 carved out by 1 sub-tenant, reserved 4 by 1 application, available 2; \
+         memory 16Gi exceeds pool tenant-a: budget 40Gi, 16Gi carved out by 1 sub-tenant, reserved 16Gi by 1 application, available 8Gi"
+    );
+    // The bounded child is its own pool: 4 cpu, its big VM already takes 8.
+    let child = create(
+        &k8s,
+        "VMDisk",
+        "tenant-a-c",
+        "disk",
+        json!({"storage": "10Gi"}),
+    );
+    assert!(child.allowed, "c bounds no storage: {child:?}");
+}
+
+#[test]
+fn a_namespace_outside_any_pool_is_accepted() {
+    let k8s = cluster(vec![
+        tenant("tenant-root", "root", json!({})),
+        tenant("tenant-root", "free", json!({})),
+    ]);
+    let v = create(
+        &k8s,
+        "VMInstance",
+        "tenant-free",
+        "huge",
+        json!({"instanceType": "u1.4xlarge"}),
+    );
+    assert!(v.allowed);
+    assert_eq!(
+        k8s.calls(),
+        [Query::Definitions, Query::Applications],
+        "no instance type needed outside a pool"
+    );
+    let v = create(
+        &k8s,
+        "VMInstance",
+        "default",
+        "x",
+        json!({"instanceType": "nope"}),
+    );
+    assert!(v.allowed, "not a tenant namespace");
+}
+
+#[test]
+fn the_object_under_admission_fails_closed() {
+    let k8s = foo_pool(Vec::new());
+    let v = create(
+        &k8s,
+        "VMInstance",
+        "tenant-foo",
+        "x",
+        json!({"instanceType": "u1.mega"}),
+    );
+    assert_eq!(
+        message(&v),
+        "VMInstance tenant-foo/x cannot be evaluated: spec.instanceType: instance type \"u1.mega\" does not exist"
+    );
+    let v = create(
+        &k8s,
+        "VMDisk",
+        "tenant-foo",
+        "d",
+        json!({"storage": "10 Gi"}),
+    );
+    assert_eq!(
+        message(&v),
+        "VMDisk tenant-foo/d cannot be evaluated: spec.storage: \"10 Gi\" is not a valid quantity"
+    );
+    let v = create(&k8s, "Unicorn", "tenant-foo", "u", json!({}));
+    assert_eq!(
+        message(&v),
+        "Unicorn tenant-foo/u cannot be evaluated: no ApplicationDefinition declares kind Unicorn"
+    );
+}
+
+#[test]
+fn kinds_without_a_reservation_need_an_exemption() {
+    let k8s = foo_pool(Vec::new());
+    let v = create(&k8s, "Bucket", "tenant-foo", "b", json!({}));
+    assert_eq!(
+        message(&v),
+        "Bucket tenant-foo/b cannot be evaluated: ApplicationDefinition bucket declares no spec.reservation, and Bucket is not in the exemptKinds setting"
+    );
+    let v = with_settings(
+        &k8s,
+        json!({"exemptKinds": ["Bucket"]}),
+        "Bucket",
+        "tenant-foo",
+        "b",
+        json!({}),
+    );
+    assert!(v.allowed, "{v:?}");
+    let v = with_settings(
+        &k8s,
+        json!({"requireReservation": false}),
+        "Bucket",
+        "tenant-foo",
+        "b",
+        json!({}),
+    );
+    assert!(v.allowed, "{v:?}");
+}
+
+#[test]
+fn a_sibling_that_cannot_be_evaluated_denies_or_warns() {
+    let k8s = foo_pool(vec![application(
+        "VMInstance",
+        "tenant-foo",
+        "legacy",
+        json!({"instanceType": "gone.large"}),
+    )]);
+    let v = create(&k8s, "VMDisk", "tenant-foo", "d", json!({}));
+    assert!(!v.allowed);
+    assert_eq!(
+        message(&v),
+        "VMDisk tenant-foo/d: pool tenant-foo cannot be checked, 1 other object cannot be evaluated (siblingFailure: deny): \
+         VMInstance tenant-foo/legacy: spec.instanceType: instance type \"gone.large\" does not exist"
+    );
+    let v = with_settings(
+        &k8s,
+        json!({"siblingFailure": "warn"}),
+        "VMDisk",
+        "tenant-foo",
+        "d",
+        json!({}),
+    );
+    assert!(v.allowed, "{v:?}");
+    assert_eq!(
+        v.warnings,
+        [
+            "counted as zero in pool tenant-foo: VMInstance tenant-foo/legacy: spec.instanceType: instance type \"gone.large\" does not exist"
+        ]
+    );
+}
+
+#[test]
+fn a_missing_spec_is_charged_at_the_defaults() {
+    let k8s = cluster(vec![tenant("tenant-root", "foo", json!({"memory": "2Gi"}))]);
+    let mut request: Value = serde_json::from_slice(&payload(
+        "CREATE",
+        "VMInstance",
+        "tenant-foo",
+        "vm",
+        json!({}),
+        None,
+        json!({}),
+    ))
+    .unwrap();
+    request["request"]["object"]
+        .as_object_mut()
+        .unwrap()
+        .remove("spec");
+    let v = validate_payload(&serde_json::to_vec(&request).unwrap(), &k8s);
+    assert_eq!(
+        message(&v),
+        "VMInstance tenant-foo/vm: memory 4Gi exceeds pool tenant-foo: budget 2Gi, reserved 0 by 0 applications, available 2Gi"
+    );
+}
+
+#[test]
+fn a_definition_with_a_broken_schema_is_refused_by_name() {
+    let mut broken = testing::definition("VMDisk");
+    broken["spec"]["application"]["openAPISchema"] = json!("{\"type\": \"object\",");
+    let mut objects: Vec<Value> = testing::definitions()
+        .into_iter()
+        .filter(|d| d["spec"]["application"]["kind"] != "VMDisk")
+        .collect();
+    objects.push(broken);
+    objects.push(tenant("tenant-root", "foo", json!({"storage": "10Gi"})));
+    let k8s = Fixture::new(objects);
+    let v = create(&k8s, "VMDisk", "tenant-foo", "d", json!({}));
+    assert!(message(&v).starts_with("VMDisk tenant-foo/d cannot be evaluated: ApplicationDefinition vm-disk: spec.application.openAPISchema is not valid JSON"), "{v:?}");
+}
