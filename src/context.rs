@@ -14,11 +14,11 @@ use serde_json::Value;
 use crate::charge::definition::ApplicationDefinition;
 use crate::charge::evaluate::{InstanceTypeSize, InstanceTypes, Sizing};
 use crate::charge::presets::Presets;
-use crate::charge::{self, ChargeError, Governing};
+use crate::charge::{ChargeError, Governing};
 use crate::cluster::{self, Application, ClusterError, Kubernetes, Query};
 use crate::decision::Usage;
 use crate::keys::TENANT_KIND;
-use crate::pool::{Pool, Tenancy, stored_tenant};
+use crate::pool::{Pool, Tenancy, is_tenant_name, stored_tenant};
 use crate::resources::Resources;
 use crate::settings::Settings;
 
@@ -27,11 +27,36 @@ use crate::settings::Settings;
 pub enum ContextError {
     #[error("cannot read the applications: {0}")]
     Applications(ClusterError),
+    /// Tenants are placed by their definition's release prefix: without it, fail closed.
+    #[error("{0}")]
+    Definitions(ChargeError),
+    #[error("no single ApplicationDefinition declares kind Tenant, so tenants cannot be placed")]
+    NoTenantDefinition,
     #[error("the reservations of the pool overflow")]
     ReservationsOverflow,
 }
 
+/// What the other objects of a pool that cannot be evaluated are, by label and reason.
+#[derive(Debug, Default)]
+pub struct Unevaluable {
+    /// Applications a tenant wrote: `siblingFailure` decides.
+    pub applications: Vec<String>,
+    /// Tenant modules (created by the tenant chart): counted as zero with a warning, never
+    /// a reason to refuse another write.
+    pub modules: Vec<String>,
+}
+
+impl Unevaluable {
+    pub fn absorb(&mut self, other: Unevaluable) {
+        self.applications.extend(other.applications);
+        self.modules.extend(other.modules);
+    }
+}
+
 type InstanceTypeTable = BTreeMap<String, Result<InstanceTypeSize, String>>;
+
+/// The stored Tenant releases that cannot be placed: their namespace and a warning.
+pub type Unplaced = Vec<(Rc<str>, String)>;
 
 /// The stored applications, and for each the index of the first one of the same kind with
 /// the same values: a charge depends on nothing else, and once pruned by the field masks
@@ -78,7 +103,7 @@ impl<'k> Context<'k> {
     pub fn new(settings: &'k Settings, k8s: &'k dyn Kubernetes) -> Result<Self, String> {
         Ok(Context {
             settings,
-            presets: Presets::for_settings(settings)?,
+            presets: settings.preset_table()?,
             k8s,
             applications: OnceCell::new(),
             definitions: OnceCell::new(),
@@ -96,24 +121,40 @@ impl<'k> Context<'k> {
         self.applications
             .get_or_init(|| {
                 // Pruned to what the definitions read (the whole values if they are unreadable).
-                let masks = cluster::application_masks(self.definition_list());
-                let list = cluster::parse_applications(&cluster::list(
-                    self.k8s,
-                    Query::Applications,
-                    &masks,
-                )?)?;
+                let masks =
+                    cluster::application_masks(self.definition_list(), &self.settings.reservations);
+                let answer = cluster::list(self.k8s, Query::Applications, &masks)?;
+                let list = cluster::parse_applications(&answer, |kind| self.release_prefix(kind))?;
                 Ok(Applications::new(list))
             })
             .as_ref()
             .map_err(|e| ContextError::Applications(e.clone()))
     }
 
-    /// Every Tenant, from the stored applications.
-    pub(crate) fn tenancy(&self) -> Result<Tenancy, ContextError> {
+    /// Every Tenant, from the stored applications, placed as the tenant chart places them,
+    /// and a warning for each stored Tenant release that cannot be placed.
+    pub(crate) fn tenancy(&self) -> Result<(Tenancy, Unplaced), ContextError> {
+        if let Err(e) = self.definitions() {
+            return Err(ContextError::Definitions(e.clone()));
+        }
+        if self.release_prefix(TENANT_KIND).is_none() {
+            return Err(ContextError::NoTenantDefinition);
+        }
+        let mut unplaced = Vec::new();
         let tenants = self
             .applications()?
             .iter()
             .filter(|a| *a.kind == *TENANT_KIND)
+            .filter(|a| {
+                let placed = a.prefixed && is_tenant_name(&a.name);
+                if !placed {
+                    unplaced.push((a.namespace.clone(), format!(
+                        "Tenant release {}/{} is ignored: the tenant chart renders only releases named tenant-<name> with no other dash, so it owns no namespace and bounds nothing",
+                        a.namespace, a.release
+                    )));
+                }
+                placed
+            })
             .map(|a| {
                 let values = a.values.as_ref().map_or("{}", |v| v.get());
                 let parsed = serde_json::from_str::<Value>(values)
@@ -126,7 +167,16 @@ impl<'k> Context<'k> {
                 )
             })
             .collect();
-        Ok(Tenancy::new(tenants))
+        Ok((Tenancy::new(tenants), unplaced))
+    }
+
+    /// The release prefix of `kind`'s definition, `None` when no single definition declares it.
+    fn release_prefix(&self, kind: &str) -> Option<&str> {
+        let all = self.definitions().ok()?;
+        match all.by_kind.get(kind).map(Vec::as_slice) {
+            Some([one]) => Some(all.list[*one].spec.release.prefix.as_str()),
+            _ => None,
+        }
     }
 
     fn definitions(&self) -> Result<&Definitions, ChargeError> {
@@ -163,7 +213,8 @@ impl<'k> Context<'k> {
         }
         let prepared = self.definitions().and_then(|all| {
             let declaring = all.by_kind.get(kind).map(Vec::as_slice).unwrap_or_default();
-            Governing::of_kind(kind, declaring.iter().map(|&i| &all.list[i])).map(Rc::new)
+            let fallback = self.settings.reservations.get(kind);
+            Governing::of_kind(kind, declaring.iter().map(|&i| &all.list[i]), fallback).map(Rc::new)
         });
         self.governing
             .borrow_mut()
@@ -172,19 +223,31 @@ impl<'k> Context<'k> {
     }
 
     /// What one application of `kind` with `values` reserves. `Ok(None)`: the kind is exempt
-    /// or (with `requireReservation: false`) declares no reservation.
+    /// or (with `requireReservation: false`) has no reservation block.
     pub(crate) fn charge(
         &self,
         governing: &Governing,
         kind: &str,
         values: &Value,
     ) -> Result<Option<Resources>, ChargeError> {
-        let sizing = Sizing {
+        if self.settings.exempt_kinds.contains(kind) {
+            return Ok(None);
+        }
+        if governing.reservation.is_none() && self.settings.require_reservation {
+            return Err(ChargeError::NoReservation {
+                definition: governing.definition_name.clone(),
+                kind: kind.into(),
+            });
+        }
+        governing.charge(values, &self.sizing())
+    }
+
+    fn sizing(&self) -> Sizing<'_> {
+        Sizing {
             presets: &self.presets,
             instance_types: self,
             gpu_device_classes: &self.settings.gpu_device_classes,
-        };
-        charge::charge(governing, kind, values, &sizing, self.settings)
+        }
     }
 
     /// What one application of `kind` with `values` reserves, as the policy charges it;
@@ -225,9 +288,9 @@ impl<'k> Context<'k> {
         &self,
         pools: &[Pool<'_>],
         skip: impl Fn(&Application) -> bool,
-    ) -> Result<(Usage, Vec<String>), ContextError> {
+    ) -> Result<(Usage, Unevaluable), ContextError> {
         let mut usage = Usage::default();
-        let mut problems = Vec::new();
+        let mut problems = Unevaluable::default();
         let mut membership: HashMap<&str, Vec<bool>> = HashMap::new();
         for (index, app) in self.applications()?.iter().enumerate() {
             if *app.kind == *TENANT_KIND
@@ -251,7 +314,8 @@ impl<'k> Context<'k> {
                     }
                 }
                 Ok(None) => {}
-                Err(e) => problems.push(format!("{}: {e}", app.label())),
+                Err(e) if app.module => problems.modules.push(format!("{}: {e}", app.label())),
+                Err(e) => problems.applications.push(format!("{}: {e}", app.label())),
             }
         }
         Ok((usage, problems))

@@ -109,6 +109,9 @@ pub struct Declaration<'a> {
     /// What the child declares now and declared before, for the key.
     pub declared: Option<Quantity>,
     pub previous: Option<Quantity>,
+    /// The modules the write switches on that land in this pool: their names and what they
+    /// reserve of the key.
+    pub modules: Option<(&'a str, Quantity)>,
 }
 
 /// The violation of a declaration that makes its pool's load grow past the budget.
@@ -135,9 +138,16 @@ pub fn declaration_violation(d: &Declaration<'_>) -> Result<Option<String>, Over
             show(key, now)
         ),
         (Some(now), _) => format!("{key} {}", show(key, now)),
-        (None, _) => format!(
+        (None, Some(_)) => format!(
             "{key} is no longer declared: what its namespaces hold returns to the pool, which"
         ),
+        (None, None) => {
+            let (names, reserved) = d.modules.unwrap_or_default();
+            format!(
+                "{key}: the modules it switches on ({names}) reserve {}, which",
+                show(key, reserved)
+            )
+        }
     };
     Ok(Some(format!(
         "{what} exceeds pool {pool}: {}",
@@ -156,9 +166,16 @@ pub struct Holding<'a> {
     pub reserved: (Quantity, usize),
     /// What the child's own sub-tenants declare.
     pub sub_tenants: Quantity,
+    /// What the modules the write switches on will reserve in the child's own pool, and
+    /// their names.
+    pub modules: (Quantity, &'a str),
+    /// Whether the declaration is lowered (or new) under a pool above: the difference would
+    /// be handed back to it while still in use. Otherwise the modules grow into it.
+    pub hands_back: bool,
 }
 
-/// The violation of a declaration below what its namespaces already hold.
+/// The violation of a declaration below what its namespaces already hold, or will hold once
+/// the modules it switches on exist.
 pub fn handback_violation(h: &Holding<'_>) -> Result<Option<String>, Overflow> {
     let Holding {
         pool,
@@ -166,8 +183,13 @@ pub fn handback_violation(h: &Holding<'_>) -> Result<Option<String>, Overflow> {
         declared,
         reserved: (reserved, holders),
         sub_tenants,
+        modules: (modules, module_names),
+        hands_back,
     } = *h;
-    let held = reserved.checked_add(sub_tenants).ok_or(Overflow)?;
+    let held = reserved
+        .checked_add(sub_tenants)
+        .and_then(|h| h.checked_add(modules))
+        .ok_or(Overflow)?;
     if held <= declared {
         return Ok(None);
     }
@@ -182,10 +204,22 @@ pub fn handback_violation(h: &Holding<'_>) -> Result<Option<String>, Overflow> {
             show(key, sub_tenants)
         ));
     }
-    Ok(Some(format!(
-        "{key} {} is less than its namespaces already hold ({what}): declaring it would hand back budget of pool {pool} that is still in use",
-        show(key, declared)
-    )))
+    if !modules.is_zero() {
+        what.push_str(&format!(
+            " and {} by the modules it switches on ({module_names})",
+            show(key, modules)
+        ));
+    }
+    let declared = show(key, declared);
+    Ok(Some(if hands_back {
+        format!(
+            "{key} {declared} is less than its namespaces already hold ({what}): declaring it would hand back budget of pool {pool} that is still in use"
+        )
+    } else {
+        format!(
+            "{key} {declared} does not cover what its namespaces will hold ({what}) in pool {pool}"
+        )
+    }))
 }
 
 /// `budget B, C carved out by n sub-tenants, reserved R by m applications, available A`.
@@ -322,6 +356,7 @@ mod tests {
             load_before: q("6"),
             declared: Some(q("6")),
             previous: Some(q("2")),
+            modules: None,
         };
         assert_eq!(
             declaration_violation(&d).unwrap().unwrap(),
@@ -346,6 +381,20 @@ mod tests {
             },
             ..d
         };
+        let switched_on = Declaration {
+            declared: None,
+            previous: None,
+            load_before: q("8"),
+            modules: Some(("Etcd tenant-a-x/etcd", q("3500m"))),
+            after: Standing {
+                reserved: (q("9"), 3),
+                ..after
+            },
+        };
+        assert_eq!(
+            declaration_violation(&switched_on).unwrap().unwrap(),
+            "cpu: the modules it switches on (Etcd tenant-a-x/etcd) reserve 3500m, which exceeds pool tenant-a: budget 10, 4 carved out by 1 sub-tenant, reserved 9 by 3 applications, available 0 (over budget by 3)"
+        );
         assert!(
             declaration_violation(&dropped)
                 .unwrap()
@@ -362,6 +411,8 @@ mod tests {
             declared: q("4Gi"),
             reserved: (q("3Gi"), 2),
             sub_tenants: q("2Gi"),
+            modules: (Quantity::ZERO, ""),
+            hands_back: true,
         };
         assert_eq!(
             handback_violation(&h).unwrap().unwrap(),
@@ -372,5 +423,17 @@ mod tests {
             ..h
         };
         assert_eq!(handback_violation(&covered).unwrap(), None);
+        let modules = Holding {
+            pool: "tenant-x",
+            reserved: (Quantity::ZERO, 0),
+            sub_tenants: Quantity::ZERO,
+            modules: (q("33Gi"), "Monitoring tenant-x/monitoring"),
+            hands_back: false,
+            ..h
+        };
+        assert_eq!(
+            handback_violation(&modules).unwrap().unwrap(),
+            "memory 4Gi does not cover what its namespaces will hold (0 reserved by 0 applications and 33Gi by the modules it switches on (Monitoring tenant-x/monitoring)) in pool tenant-x"
+        );
     }
 }

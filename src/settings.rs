@@ -4,8 +4,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
+use serde_json::Value;
+
+use crate::charge::definition::Reservation;
+use crate::charge::presets::Presets;
 use crate::keys::{ALIAS_TARGETS, CPU, KeyAliases, MEMORY, is_dns_label};
 use crate::quantity::Quantity;
+use crate::resources::Resources;
 
 /// What to do when another application in the pool cannot be evaluated.
 #[derive(Deserialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -35,6 +40,9 @@ pub struct Settings {
     /// GPU device name (`nvidia.com/GA102GL_A10`) -> GPU class, for entries that name a
     /// device rather than a class.
     pub gpu_device_classes: BTreeMap<String, String>,
+    /// Kind -> the reservation block of a kind whose ApplicationDefinition carries none (on a
+    /// stock installation the CRD prunes `spec.reservation`); a definition's own block wins.
+    pub reservations: BTreeMap<String, Value>,
 }
 
 #[derive(Deserialize, Debug, Clone, PartialEq)]
@@ -86,16 +94,47 @@ impl Default for Settings {
             presets: BTreeMap::new(),
             replace_builtin_presets: false,
             gpu_device_classes: BTreeMap::new(),
+            reservations: BTreeMap::new(),
         }
     }
+}
+
+impl Settings {
+    /// The preset table in force: the built-in one, extended or replaced by `presets`.
+    pub fn preset_table(&self) -> Result<Presets, String> {
+        let mut table = if self.replace_builtin_presets {
+            Presets::default()
+        } else {
+            Presets::built_in()
+        };
+        for (name, size) in &self.presets {
+            let mut r = Resources::new();
+            for (key, q) in size.sizes(name)? {
+                r.add(key, q).expect("two keys cannot overflow");
+            }
+            table.insert(name.clone(), r);
+        }
+        Ok(table)
+    }
+}
+
+fn is_kind(kind: &str) -> bool {
+    !kind.is_empty() && kind.chars().all(|c| c.is_ascii_alphanumeric())
 }
 
 impl kubewarden_policy_sdk::settings::Validatable for Settings {
     fn validate(&self) -> Result<(), String> {
         let mut problems = Vec::new();
         for kind in &self.exempt_kinds {
-            if kind.is_empty() || !kind.chars().all(|c| c.is_ascii_alphanumeric()) {
+            if !is_kind(kind) {
                 problems.push(format!("exemptKinds: {kind:?} is not a Kubernetes kind"));
+            }
+        }
+        for (kind, block) in &self.reservations {
+            if !is_kind(kind) {
+                problems.push(format!("reservations: {kind:?} is not a Kubernetes kind"));
+            } else if let Err(e) = Reservation::from_value(block) {
+                problems.push(format!("reservations.{kind}: {e}"));
             }
         }
         for (from, to) in self.quota_key_aliases.iter() {
@@ -117,11 +156,7 @@ impl kubewarden_policy_sdk::settings::Validatable for Settings {
                     .into(),
             );
         }
-        if let Some(e) = self
-            .presets
-            .iter()
-            .find_map(|(name, size)| size.sizes(name).err())
-        {
+        if let Err(e) = self.preset_table() {
             problems.push(e);
         }
         for (device, class) in &self.gpu_device_classes {

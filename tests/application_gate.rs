@@ -219,7 +219,7 @@ fn kinds_without_a_reservation_need_an_exemption() {
     let v = create(&k8s, "Bucket", "tenant-foo", "b", json!({}));
     assert_eq!(
         message(&v),
-        "Bucket tenant-foo/b cannot be evaluated: ApplicationDefinition bucket declares no spec.reservation, and Bucket is not in the exemptKinds setting"
+        "Bucket tenant-foo/b cannot be evaluated: ApplicationDefinition bucket declares no spec.reservation, the reservations setting has no block for Bucket, and Bucket is not in the exemptKinds setting"
     );
     let v = with_settings(
         &k8s,

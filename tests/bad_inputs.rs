@@ -556,7 +556,7 @@ fn a_host_answer_that_is_not_a_list_is_a_clean_rejection() {
         ),
         (
             Query::Definitions,
-            "VMInstance tenant-foo/vm cannot be evaluated: cannot read the ApplicationDefinitions: the ApplicationDefinition list from the cluster is not a valid list",
+            "VMInstance tenant-foo/vm: cannot read the ApplicationDefinitions: the ApplicationDefinition list from the cluster is not a valid list",
         ),
         (
             Query::InstanceTypes,
@@ -610,7 +610,7 @@ fn definitions_whose_items_are_malformed_leave_the_kind_undeclared() {
     assert_eq!(
         v.message.as_deref(),
         Some(
-            "VMDisk tenant-foo/d cannot be evaluated: no ApplicationDefinition declares kind VMDisk"
+            "VMDisk tenant-foo/d: no single ApplicationDefinition declares kind Tenant, so tenants cannot be placed"
         )
     );
 }

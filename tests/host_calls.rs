@@ -223,6 +223,6 @@ fn a_host_answer_that_is_not_a_list_is_refused() {
     let v = create(&k8s, "VMDisk", "tenant-foo", "d", json!({}));
     assert_eq!(
         message(&v),
-        "VMDisk tenant-foo/d cannot be evaluated: cannot read the ApplicationDefinitions: connection refused"
+        "VMDisk tenant-foo/d: cannot read the ApplicationDefinitions: connection refused"
     );
 }

@@ -8,9 +8,13 @@ use serde_json::Value;
 
 use super::definition::Reservation;
 use super::presets::Presets;
+use super::read::{
+    Place, Result, amount, count, holds, name, read_count, read_name, read_quantity,
+};
+use super::terms::{Gpus, Path, Term};
 use super::values::{Cursor, describe};
 use crate::keys::{CPU, GPU_ALL_CLASSES, MEMORY, STORAGE, gpu_class_key, is_dns_label};
-use crate::quantity::{JsonQuantityError, Quantity};
+use crate::quantity::Quantity;
 use crate::resources::{Overflow, Resources};
 
 /// The size a VirtualMachineClusterInstancetype gives one VM.
@@ -42,70 +46,21 @@ pub struct EvalError {
     pub reason: String,
 }
 
-type Result<T> = std::result::Result<T, EvalError>;
-
-/// Where a block's relative paths start, for messages (`spec`, `spec.nodeGroups.md0`).
-#[derive(Clone, Copy)]
-struct Place<'a> {
-    cursor: Cursor<'a>,
-    prefix: &'a str,
-}
-
-impl<'a> Place<'a> {
-    fn name(&self, path: &str) -> String {
-        format!("{}.{path}", self.prefix)
-    }
-
-    fn here(&self, reason: impl Into<String>) -> EvalError {
-        EvalError {
-            path: self.prefix.to_string(),
-            reason: reason.into(),
-        }
-    }
-
-    fn error(&self, path: &str, reason: impl Into<String>) -> EvalError {
-        EvalError {
-            path: self.name(path),
-            reason: reason.into(),
-        }
-    }
-
-    /// The value at `path`, `None` when absent or null after defaults.
-    fn read(&self, path: &str) -> Result<Option<&'a Value>> {
-        let cursor = self.cursor.at(path).map_err(|parent| {
-            let at = if parent.is_empty() {
-                self.prefix.to_string()
-            } else {
-                self.name(&parent)
-            };
-            EvalError {
-                path: at,
-                reason: format!("must be an object to read {path:?}"),
-            }
-        })?;
-        Ok(cursor.value.filter(|v| !v.is_null()))
-    }
-
-    fn cursor(&self, path: &str) -> Result<Cursor<'a>> {
-        self.read(path)?;
-        Ok(self.cursor.at(path).expect("read checked the path"))
-    }
-}
-
 /// What `reservation` charges for the application whose values (`spec`) `values` points at.
 pub fn evaluate(
     reservation: &Reservation,
     values: Cursor<'_>,
     sizing: &Sizing<'_>,
 ) -> Result<Resources> {
-    let place = Place {
-        cursor: values,
-        prefix: "spec",
-    };
-    evaluate_block(reservation, place, sizing)
+    evaluate_block(reservation, Place::top(values), sizing)
 }
 
 fn evaluate_block(block: &Reservation, place: Place<'_>, sizing: &Sizing<'_>) -> Result<Resources> {
+    for condition in &block.when {
+        if !holds(place, condition)? {
+            return Ok(Resources::new());
+        }
+    }
     if let Some(path) = &block.enabled_by {
         match place.read(path)? {
             None | Some(Value::Bool(true)) => {}
@@ -119,29 +74,32 @@ fn evaluate_block(block: &Reservation, place: Place<'_>, sizing: &Sizing<'_>) ->
     }
     let overflow = |_: Overflow| place.here("the reservation overflows");
     let mut replicas: u64 = 1;
-    for path in &block.replicas {
-        let factor = read_count(place, path)?.unwrap_or(1);
+    for term in &block.replicas {
+        let factor = count(place, term)?.unwrap_or(1);
         replicas = replicas
             .checked_mul(factor)
-            .ok_or_else(|| place.error(path, "the replica count overflows"))?;
+            .ok_or_else(|| place.here("the replica count overflows"))?;
     }
 
     let mut one = Resources::new();
     if block.sizes_replicas() {
         one = size_of_one(block, place, sizing)?;
     }
-    for path in &block.storage {
-        if let Some(q) = read_quantity(place, path)? {
+    for (key, q) in block.fixed.iter().flatten() {
+        one.add(key, *q).map_err(overflow)?;
+    }
+    for term in &block.storage {
+        if let Some(q) = amount(place, term)? {
             one.add(STORAGE, q).map_err(overflow)?;
         }
     }
-    if let Some(path) = &block.gpus {
-        one.add_all(&read_gpus(place, path, sizing)?)
+    if let Some(gpus) = &block.gpus {
+        one.add_all(&read_gpus(place, gpus, sizing)?)
             .map_err(overflow)?;
     }
     for each in &block.each {
-        let collection = place.cursor(&each.path)?;
-        let prefix = place.name(&each.path);
+        let collection = place.cursor_at(&each.path)?;
+        let prefix = place.name_of(&each.path);
         let mut entries = match collection.value {
             None => Vec::new(),
             Some(v) => collection.entries().ok_or_else(|| {
@@ -158,10 +116,6 @@ fn evaluate_block(block: &Reservation, place: Place<'_>, sizing: &Sizing<'_>) ->
         }
         for (key, item) in entries {
             let item_prefix = format!("{prefix}.{key}");
-            let item_place = Place {
-                cursor: item,
-                prefix: &item_prefix,
-            };
             if let Some(v) = item.value
                 && !v.is_object()
             {
@@ -170,6 +124,7 @@ fn evaluate_block(block: &Reservation, place: Place<'_>, sizing: &Sizing<'_>) ->
                     reason: format!("must be an object, not {}", describe(v)),
                 });
             }
+            let item_place = place.item(item, &item_prefix);
             one.add_all(&evaluate_block(&each.reservation, item_place, sizing)?)
                 .map_err(overflow)?;
         }
@@ -182,35 +137,40 @@ fn evaluate_block(block: &Reservation, place: Place<'_>, sizing: &Sizing<'_>) ->
         .map_err(|_| place.here(format!("{replicas} replicas overflow the reservation")))
 }
 
-/// The size of one replica: explicit resources key by key, else the instance type, else
-/// the preset (the precedence the Cozystack charts document).
+/// The size of one replica, key by key: the explicit `size`, else a cozy-lib `resources`
+/// map, else the instance type, else the preset (the precedence the Cozystack charts
+/// document). The other keys of `resources` are extended resource limits of the container.
 fn size_of_one(block: &Reservation, place: Place<'_>, sizing: &Sizing<'_>) -> Result<Resources> {
     let mut cpu = None;
     let mut memory = None;
-    if let Some(path) = &block.resources {
-        match place.read(path)? {
-            None => {}
-            Some(Value::Object(_)) => {
-                cpu = read_quantity(place, &format!("{path}.{CPU}"))?;
-                memory = read_quantity(place, &format!("{path}.{MEMORY}"))?;
-            }
-            Some(other) => {
-                return Err(
-                    place.error(path, format!("must be an object, not {}", describe(other)))
-                );
-            }
+    if let Some(size) = &block.size {
+        if let Some(term) = &size.cpu {
+            cpu = amount(place, term)?;
+        }
+        if let Some(term) = &size.memory {
+            memory = amount(place, term)?;
         }
     }
-    let mut size = Resources::new();
+    let mut extended = Resources::new();
+    if let Some(path) = &block.resources {
+        let (explicit_cpu, explicit_memory) = read_resources(place, path, sizing, &mut extended)?;
+        cpu = cpu.or(explicit_cpu);
+        memory = memory.or(explicit_memory);
+    }
+    let mut size = extended;
+    let blame = |t: &Term<String>, reason: String| match t.blame() {
+        Some(path) => place.error(path, reason),
+        None => place.here(reason),
+    };
     if (cpu.is_none() || memory.is_none())
-        && let Some(path) = &block.instance_type
-        && let Some(name) = read_name(place, path)?
+        && let Some(term) = &block.instance_type
+        && let Some(name) = name(place, term)?
     {
         let it = sizing
             .instance_types
-            .lookup(name)
-            .map_err(|e| place.error(path, e))?
-            .ok_or_else(|| place.error(path, format!("instance type {name:?} does not exist")))?;
+            .lookup(&name)
+            .map_err(|e| blame(term, e))?
+            .ok_or_else(|| blame(term, format!("instance type {name:?} does not exist")))?;
         cpu = cpu.or(Some(it.cpu));
         memory = memory.or(Some(it.memory));
         for device in &it.gpu_devices {
@@ -219,57 +179,114 @@ fn size_of_one(block: &Reservation, place: Place<'_>, sizing: &Sizing<'_>) -> Re
                 sizing.gpu_device_classes.get(device).map(String::as_str),
                 1,
             )
-            .map_err(|_| place.error(path, "the GPU count overflows"))?;
+            .map_err(|_| blame(term, "the GPU count overflows".into()))?;
         }
     }
     if (cpu.is_none() || memory.is_none())
-        && let Some(path) = &block.preset
-        && let Some(name) = read_name(place, path)?
+        && let Some(term) = &block.preset
+        && let Some(name) = name(place, term)?
     {
         let preset = sizing
             .presets
-            .get(name)
-            .ok_or_else(|| place.error(path, format!("unknown resource preset {name:?}")))?;
+            .get(&name)
+            .ok_or_else(|| blame(term, format!("unknown resource preset {name:?}")))?;
         cpu = cpu.or(Some(preset.get(CPU)));
         memory = memory.or(Some(preset.get(MEMORY)));
     }
     for (key, q) in [(CPU, cpu), (MEMORY, memory)] {
         let q = q.ok_or_else(|| place.here(format!("no {key} size: {}", sources(block, key))))?;
-        size.add(key, q).expect("two keys cannot overflow");
+        size.add(key, q)
+            .map_err(|_| place.here("the reservation overflows"))?;
     }
     Ok(size)
 }
 
+/// A cozy-lib resources map (`cozy-lib.resources.sanitize`): `cpu` and `memory` are the
+/// container's limits, `ephemeral-storage` is no quota key this policy checks, a GPU device
+/// named in `gpuDeviceClasses` is that many devices, and any other key (which cozy-lib also
+/// copies into the limits) cannot be charged, so it is refused.
+fn read_resources(
+    place: Place<'_>,
+    path: &Path,
+    sizing: &Sizing<'_>,
+    extended: &mut Resources,
+) -> Result<(Option<Quantity>, Option<Quantity>)> {
+    let map = match place.read(path)? {
+        None => return Ok((None, None)),
+        Some(Value::Object(map)) => map,
+        Some(other) => {
+            return Err(place.error(path, format!("must be an object, not {}", describe(other))));
+        }
+    };
+    let mut sizes = [None, None];
+    for (slot, key) in sizes.iter_mut().zip([CPU, MEMORY]) {
+        let field = place.below(path, key);
+        *slot = read_quantity(place, &field)?;
+        if slot.is_some_and(Quantity::is_zero) {
+            return Err(place.error(
+                &field,
+                format!("an explicit 0 renders a container without a {key} limit (cozy-lib takes it over the preset), which no budget can bound"),
+            ));
+        }
+    }
+    for key in map
+        .keys()
+        .filter(|k| ![CPU, MEMORY, EPHEMERAL_STORAGE].contains(&k.as_str()))
+    {
+        let field = place.below(path, key);
+        let Some(class) = sizing.gpu_device_classes.get(key) else {
+            return Err(place.error(
+                &field,
+                format!("{key:?} is an extended resource the chart sets as a container limit, and this policy can charge only cpu, memory and the GPU devices named in the gpuDeviceClasses setting"),
+            ));
+        };
+        let devices = read_quantity(place, &field)?.unwrap_or(Quantity::ZERO);
+        let whole = u64::try_from(devices.nanos() / 1_000_000_000)
+            .ok()
+            .filter(|_| devices.nanos() % 1_000_000_000 == 0)
+            .ok_or_else(|| place.error(&field, "must be a whole number of devices"))?;
+        add_gpus(extended, Some(class), whole)
+            .map_err(|_| place.error(&field, "the GPU count overflows"))?;
+    }
+    let [cpu, memory] = sizes;
+    Ok((cpu, memory))
+}
+
+/// The resource cozy-lib sizes beside cpu and memory, which no tenant quota key bounds here.
+const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
+
 fn sources(block: &Reservation, key: &str) -> String {
     let mut said = Vec::new();
+    if block.size.is_some() {
+        said.push(format!("size.{key} reads nothing"));
+    }
     if let Some(p) = &block.resources {
         said.push(format!("{p}.{key} is unset"));
     }
-    if let Some(p) = &block.instance_type {
-        said.push(format!("{p} is unset"));
-    }
-    if let Some(p) = &block.preset {
-        said.push(format!("{p} is unset"));
+    for term in block.instance_type.iter().chain(&block.preset) {
+        match term.blame() {
+            Some(p) => said.push(format!("{p} is unset")),
+            None => said.push("a literal name reads nothing".into()),
+        }
     }
     said.join(", ")
 }
 
-fn read_gpus(place: Place<'_>, path: &str, sizing: &Sizing<'_>) -> Result<Resources> {
-    let list = place.cursor(path)?;
+fn read_gpus(place: Place<'_>, gpus: &Gpus, sizing: &Sizing<'_>) -> Result<Resources> {
+    let path = gpus.path();
+    let list = place.cursor_at(path)?;
     let mut out = Resources::new();
     let entries = match list.value {
         None => return Ok(out),
-        Some(Value::Array(_)) => list.entries().expect("a list has entries"),
+        Some(Value::Array(_)) => list.entries().unwrap_or_default(),
         Some(other) => {
             return Err(place.error(path, format!("must be a list, not {}", describe(other))));
         }
     };
+    let list_name = place.name_of(path);
     for (index, entry) in entries {
-        let entry_prefix = place.name(&format!("{path}.{index}"));
-        let entry_place = Place {
-            cursor: entry,
-            prefix: &entry_prefix,
-        };
+        let entry_prefix = format!("{list_name}.{index}");
+        let entry_place = place.item(entry, &entry_prefix);
         match entry.value {
             Some(Value::Object(_)) => {}
             Some(other) => {
@@ -277,18 +294,31 @@ fn read_gpus(place: Place<'_>, path: &str, sizing: &Sizing<'_>) -> Result<Resour
             }
             None => continue,
         }
-        let count = read_count(entry_place, "count")?.unwrap_or(1);
-        let class = match read_name(entry_place, "class")? {
-            Some(class) if !is_dns_label(class) => {
-                return Err(entry_place.error(
-                    "class",
-                    format!("{class:?} is not a valid GPU class (a DNS label)"),
-                ));
+        let field = Path::here;
+        let device = read_name(entry_place, &field("name"))?;
+        let (class, count) = match gpus {
+            Gpus::Devices(_) => {
+                let device = device.ok_or_else(|| {
+                    entry_place.error(&field("name"), "must name the device to attach")
+                })?;
+                (sizing.gpu_device_classes.get(device).map(String::as_str), 1)
             }
-            Some(class) => Some(class),
-            None => read_name(entry_place, "name")?
-                .and_then(|device| sizing.gpu_device_classes.get(device))
-                .map(String::as_str),
+            Gpus::Entries(_) => {
+                let count = read_count(entry_place, &field("count"))?.unwrap_or(1);
+                let class = match read_name(entry_place, &field("class"))? {
+                    Some(class) if !is_dns_label(class) => {
+                        return Err(entry_place.error(
+                            &field("class"),
+                            format!("{class:?} is not a valid GPU class (a DNS label)"),
+                        ));
+                    }
+                    Some(class) => Some(class),
+                    None => device
+                        .and_then(|device| sizing.gpu_device_classes.get(device))
+                        .map(String::as_str),
+                };
+                (class, count)
+            }
         };
         add_gpus(&mut out, class, count)
             .map_err(|_| entry_place.here("the GPU count overflows"))?;
@@ -308,47 +338,4 @@ fn add_gpus(
         out.add(&gpu_class_key(class), q)?;
     }
     Ok(())
-}
-
-/// A non-negative integer count, `None` when absent.
-fn read_count(place: Place<'_>, path: &str) -> Result<Option<u64>> {
-    match place.read(path)? {
-        None => Ok(None),
-        Some(Value::Number(n)) => {
-            if let Some(count) = n.as_u64() {
-                Ok(Some(count))
-            } else if n.as_i64().is_some() {
-                Err(place.error(path, format!("must not be negative, got {n}")))
-            } else {
-                Err(place.error(path, format!("must be a whole number, got {n}")))
-            }
-        }
-        Some(other) => {
-            Err(place.error(path, format!("must be an integer, not {}", describe(other))))
-        }
-    }
-}
-
-/// A quantity given as a string or a JSON number; `None` when absent or an empty string.
-fn read_quantity(place: Place<'_>, path: &str) -> Result<Option<Quantity>> {
-    match place.read(path)? {
-        None => Ok(None),
-        Some(Value::String(s)) if s.is_empty() => Ok(None),
-        Some(v) => Quantity::from_json(v).map(Some).map_err(|e| match e {
-            JsonQuantityError::WrongType => {
-                place.error(path, format!("must be a quantity, not {}", describe(v)))
-            }
-            JsonQuantityError::Invalid(e) => place.error(path, e.to_string()),
-        }),
-    }
-}
-
-/// A name (instance type, preset, class); `None` when absent or empty.
-fn read_name<'a>(place: Place<'a>, path: &str) -> Result<Option<&'a str>> {
-    match place.read(path)? {
-        None => Ok(None),
-        Some(Value::String(s)) if s.is_empty() => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(other) => Err(place.error(path, format!("must be a string, not {}", describe(other)))),
-    }
 }

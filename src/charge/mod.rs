@@ -10,14 +10,16 @@
 pub mod definition;
 pub mod evaluate;
 pub mod presets;
+mod read;
+pub mod terms;
 pub mod values;
 
 use serde_json::Value;
 
 use crate::resources::Resources;
-use crate::settings::Settings;
 use definition::{ApplicationDefinition, Reservation};
 use evaluate::{EvalError, Sizing};
+use terms::Implied;
 use values::{Cursor, Schema, describe};
 
 /// Why an application cannot be charged.
@@ -31,6 +33,8 @@ pub enum ChargeError {
     ManyDefinitions { kind: String, names: Vec<String> },
     #[error("ApplicationDefinition {definition}: spec.reservation is invalid: {reason}")]
     InvalidReservation { definition: String, reason: String },
+    #[error("the reservations setting's block for {kind} is invalid: {reason}")]
+    InvalidSettingsReservation { kind: String, reason: String },
     #[error(
         "ApplicationDefinition {definition}: spec.application.openAPISchema must be a string, not {found}"
     )]
@@ -42,7 +46,7 @@ pub enum ChargeError {
     )]
     SchemaInvalid { definition: String, reason: String },
     #[error(
-        "ApplicationDefinition {definition} declares no spec.reservation, and {kind} is not in the exemptKinds setting"
+        "ApplicationDefinition {definition} declares no spec.reservation, the reservations setting has no block for {kind}, and {kind} is not in the exemptKinds setting"
     )]
     NoReservation { definition: String, kind: String },
     #[error("spec.values is not valid JSON: {0}")]
@@ -51,20 +55,23 @@ pub enum ChargeError {
     Eval(#[from] EvalError),
 }
 
-/// A definition made ready to evaluate: its reservation parsed and its schema loaded.
+/// A definition made ready to evaluate: the reservation block in force parsed (its own, or
+/// the settings' block for its kind) and its schema loaded.
 #[derive(Debug, Clone)]
 pub struct Governing {
     pub definition_name: String,
-    /// `None`: the definition declares no reservation block.
+    /// `None`: neither the definition nor the settings declare a reservation block.
     pub reservation: Option<Reservation>,
     pub schema: Schema,
 }
 
 impl Governing {
     /// The definition that governs `kind`, of those that declare it: exactly one must.
+    /// `fallback` is the settings' block for the kind, used when the definition has none.
     pub fn of_kind<'d>(
         kind: &str,
         mut declaring: impl Iterator<Item = &'d ApplicationDefinition>,
+        fallback: Option<&Value>,
     ) -> Result<Governing, ChargeError> {
         let Some(first) = declaring.next() else {
             return Err(ChargeError::NoDefinition { kind: kind.into() });
@@ -79,20 +86,31 @@ impl Governing {
                     .collect(),
             });
         }
-        Governing::prepare(first)
+        Governing::prepare(first, fallback)
     }
 
-    /// Parses the reservation block and the openAPISchema; the error names the definition.
-    pub fn prepare(definition: &ApplicationDefinition) -> Result<Governing, ChargeError> {
+    /// Parses the block in force and the openAPISchema; the error names the definition.
+    pub fn prepare(
+        definition: &ApplicationDefinition,
+        fallback: Option<&Value>,
+    ) -> Result<Governing, ChargeError> {
         let name = &definition.metadata.name;
-        let reservation = match &definition.spec.reservation {
-            None | Some(Value::Null) => None,
-            Some(block) => Some(Reservation::from_value(block).map_err(|reason| {
-                ChargeError::InvalidReservation {
-                    definition: name.clone(),
+        let reservation = match (&definition.spec.reservation, fallback) {
+            (Some(block), _) if !block.is_null() => {
+                Some(Reservation::from_value(block).map_err(|reason| {
+                    ChargeError::InvalidReservation {
+                        definition: name.clone(),
+                        reason,
+                    }
+                })?)
+            }
+            (_, Some(block)) => Some(Reservation::from_value(block).map_err(|reason| {
+                ChargeError::InvalidSettingsReservation {
+                    kind: definition.spec.application.kind.clone(),
                     reason,
                 }
             })?),
+            _ => None,
         };
         let text = match definition.spec.application.open_api_schema.as_deref() {
             None => String::new(),
@@ -128,31 +146,36 @@ impl Governing {
             schema,
         })
     }
-}
 
-/// What one application of `kind` with `values` reserves. `Ok(None)`: the kind is exempt or
-/// (with `requireReservation: false`) declares no reservation.
-pub fn charge(
-    governing: &Governing,
-    kind: &str,
-    values: &Value,
-    sizing: &Sizing<'_>,
-    settings: &Settings,
-) -> Result<Option<Resources>, ChargeError> {
-    if settings.exempt_kinds.contains(kind) {
-        return Ok(None);
-    }
-    let Some(reservation) = &governing.reservation else {
-        if settings.require_reservation {
-            return Err(ChargeError::NoReservation {
-                definition: governing.definition_name.clone(),
-                kind: kind.into(),
-            });
+    /// The applications this block implies (a Tenant's modules) whose conditions hold on
+    /// `values`, read with the schema's defaults.
+    pub fn implied(&self, values: &Value) -> Result<Vec<&Implied>, ChargeError> {
+        let Some(reservation) = &self.reservation else {
+            return Ok(Vec::new());
+        };
+        let cursor = Cursor::new(values, self.schema.root());
+        let mut implied = Vec::new();
+        for candidate in &reservation.implies {
+            if read::all_hold(cursor, &candidate.when)? {
+                implied.push(candidate);
+            }
         }
-        return Ok(None);
-    };
-    let cursor = Cursor::new(values, governing.schema.root());
-    Ok(Some(evaluate::evaluate(reservation, cursor, sizing)?))
+        Ok(implied)
+    }
+
+    /// What one application with `values` reserves by this block; `Ok(None)` when there is
+    /// no block.
+    pub fn charge(
+        &self,
+        values: &Value,
+        sizing: &Sizing<'_>,
+    ) -> Result<Option<Resources>, ChargeError> {
+        let Some(reservation) = &self.reservation else {
+            return Ok(None);
+        };
+        let cursor = Cursor::new(values, self.schema.root());
+        Ok(Some(evaluate::evaluate(reservation, cursor, sizing)?))
+    }
 }
 
 #[cfg(test)]
@@ -170,7 +193,7 @@ mod tests {
             "broken",
             json!({"application": {"kind": "Broken", "openAPISchema": "{not json"}, "reservation": {}}),
         );
-        let err = Governing::prepare(&def).unwrap_err().to_string();
+        let err = Governing::prepare(&def, None).unwrap_err().to_string();
         assert!(
             err.starts_with(
                 "ApplicationDefinition broken: spec.application.openAPISchema is not valid JSON"
@@ -182,7 +205,7 @@ mod tests {
             json!({"application": {"kind": "Odd", "openAPISchema": {"type": "object"}}}),
         );
         assert_eq!(
-            Governing::prepare(&def).unwrap_err().to_string(),
+            Governing::prepare(&def, None).unwrap_err().to_string(),
             "ApplicationDefinition odd: spec.application.openAPISchema must be a string, not an object"
         );
     }
@@ -192,19 +215,40 @@ mod tests {
         let a = definition("a", json!({"application": {"kind": "K"}}));
         let b = definition("b", json!({"application": {"kind": "K"}}));
         assert_eq!(
-            Governing::of_kind("K", [].into_iter())
+            Governing::of_kind("K", [].into_iter(), None)
                 .unwrap_err()
                 .to_string(),
             "no ApplicationDefinition declares kind K"
         );
         assert_eq!(
-            Governing::of_kind("K", [&a, &b].into_iter())
+            Governing::of_kind("K", [&a, &b].into_iter(), None)
                 .unwrap_err()
                 .to_string(),
             "kind K is declared by 2 ApplicationDefinitions (a, b)"
         );
-        let one = Governing::of_kind("K", [&a].into_iter()).unwrap();
+        let one = Governing::of_kind("K", [&a].into_iter(), None).unwrap();
         assert_eq!(one.definition_name, "a");
         assert!(one.reservation.is_none());
+        // The settings' block stands in for a definition that carries none, never over one.
+        let settings_block = json!({"storage": "size"});
+        let stock = Governing::of_kind("K", [&a].into_iter(), Some(&settings_block)).unwrap();
+        assert!(stock.reservation.is_some());
+        let own = definition(
+            "own",
+            json!({"application": {"kind": "K"}, "reservation": {"storage": "disk"}}),
+        );
+        let governed = Governing::of_kind("K", [&own].into_iter(), Some(&settings_block)).unwrap();
+        let mut paths = std::collections::BTreeSet::new();
+        let block = governed.reservation.unwrap();
+        block.read_paths(&mut paths);
+        assert_eq!(paths.into_iter().collect::<Vec<_>>(), ["disk"]);
+        assert!(
+            Governing::of_kind("K", [&a].into_iter(), Some(&json!({"storag": "x"})))
+                .unwrap_err()
+                .to_string()
+                .starts_with(
+                    "the reservations setting's block for K is invalid: unknown field `storag`"
+                )
+        );
     }
 }

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use crate::keys::{CPU, MEMORY};
 use crate::quantity::Quantity;
 use crate::resources::Resources;
-use crate::settings::Settings;
 
 /// `(name, cpu, memory)`, copied from `test_data/reference/resourcepresets.tpl`; the test
 /// below re-reads that file so the two cannot drift apart.
@@ -74,21 +73,8 @@ impl Presets {
         presets
     }
 
-    /// The table in force: the built-in one, extended or replaced by the settings' presets.
-    pub fn for_settings(settings: &Settings) -> Result<Self, String> {
-        let mut table = if settings.replace_builtin_presets {
-            Presets::default()
-        } else {
-            Presets::built_in()
-        };
-        for (name, size) in &settings.presets {
-            let mut r = Resources::new();
-            for (key, q) in size.sizes(name)? {
-                r.add(key, q).expect("two keys cannot overflow");
-            }
-            table.0.insert(name.clone(), r);
-        }
-        Ok(table)
+    pub fn insert(&mut self, name: String, size: Resources) {
+        self.0.insert(name, size);
     }
 
     pub fn get(&self, name: &str) -> Option<&Resources> {
@@ -133,30 +119,5 @@ mod tests {
             presets.get("medium").unwrap().to_string(),
             "cpu 1, memory 1Gi"
         );
-    }
-
-    #[test]
-    fn settings_extend_or_replace_the_table() {
-        let settings: Settings = serde_json::from_value(serde_json::json!({
-            "presets": {"gpu.large": {"cpu": 16, "memory": "64Gi"}, "u1.medium": {"cpu": "3", "memory": "8Gi"}},
-        }))
-        .unwrap();
-        let table = Presets::for_settings(&settings).unwrap();
-        assert_eq!(
-            table.get("gpu.large").unwrap().to_string(),
-            "cpu 16, memory 64Gi"
-        );
-        assert_eq!(
-            table.get("u1.medium").unwrap().to_string(),
-            "cpu 3, memory 8Gi"
-        );
-        assert!(table.get("t1.nano").is_some());
-        let only = Settings {
-            replace_builtin_presets: true,
-            ..settings
-        };
-        let table = Presets::for_settings(&only).unwrap();
-        assert!(table.get("t1.nano").is_none());
-        assert!(table.get("gpu.large").is_some());
     }
 }

@@ -1,6 +1,8 @@
 //! The field masks the policy sends with each list, so that only what it reads travels.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
 
 use super::Query;
 use crate::charge::definition::{ApplicationDefinition, Reservation};
@@ -14,13 +16,17 @@ const WHOLE_VALUES: &[&str] = &["spec.values"];
 /// asked for instead: a long mask list costs the host more than it saves.
 const MAX_FIELD_MASKS: usize = 256;
 
-/// The field masks for the HelmRelease list: the fixed ones, every `spec.values` path a
-/// definition's reservation block reads, and a Tenant's `resourceQuotas`. Without
-/// definitions (`None`: they cannot be read) the whole values are kept.
+/// The field masks for the HelmRelease list: the fixed ones, every `spec.values` path the
+/// reservation block in force of a definition reads (its own, else `fallback`'s for its
+/// kind: the settings' blocks), and a Tenant's `resourceQuotas`. Without definitions
+/// (`None`: they cannot be read) the whole values are kept.
 ///
 /// A mask under another is dropped: the host keeps only the deeper path when both are given
 /// (`spec` with `spec.a` keeps only `spec.a`), and the shorter one must keep its subtree.
-pub fn application_masks(definitions: Option<&[ApplicationDefinition]>) -> BTreeSet<String> {
+pub fn application_masks(
+    definitions: Option<&[ApplicationDefinition]>,
+    fallback: &BTreeMap<String, Value>,
+) -> BTreeSet<String> {
     let fixed = Query::Applications.fixed_field_masks().iter();
     let whole = || {
         fixed
@@ -34,7 +40,13 @@ pub fn application_masks(definitions: Option<&[ApplicationDefinition]>) -> BTree
     };
     let blocks: Vec<Reservation> = definitions
         .iter()
-        .filter_map(|d| d.spec.reservation.as_ref())
+        .filter_map(|d| {
+            d.spec
+                .reservation
+                .as_ref()
+                .filter(|b| !b.is_null())
+                .or_else(|| fallback.get(&d.spec.application.kind))
+        })
         // A block that does not parse makes its kind unevaluable whatever the values hold.
         .filter_map(|block| Reservation::from_value(block).ok())
         .collect();
@@ -73,7 +85,9 @@ mod tests {
     #[test]
     fn masks_keep_what_the_reservations_read_and_no_path_under_another() {
         let masks = |defs: &[ApplicationDefinition]| -> Vec<String> {
-            application_masks(Some(defs)).into_iter().collect()
+            application_masks(Some(defs), &BTreeMap::new())
+                .into_iter()
+                .collect()
         };
         let defs = [
             definition(
@@ -112,7 +126,7 @@ mod tests {
         ]
         .map(String::from)
         .into();
-        assert_eq!(application_masks(None), whole);
+        assert_eq!(application_masks(None, &BTreeMap::new()), whole);
         let many: Vec<ApplicationDefinition> = (0..300)
             .map(|i| {
                 definition(
@@ -121,6 +135,6 @@ mod tests {
                 )
             })
             .collect();
-        assert_eq!(application_masks(Some(&many)), whole);
+        assert_eq!(application_masks(Some(&many), &BTreeMap::new()), whole);
     }
 }

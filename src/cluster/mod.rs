@@ -70,6 +70,7 @@ impl Query {
                 "metadata.name",
                 "spec.application.kind",
                 "spec.application.openAPISchema",
+                "spec.release.prefix",
                 "spec.reservation",
             ],
             // An instance type's description annotations are most of its size.

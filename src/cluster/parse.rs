@@ -37,7 +37,15 @@ pub struct Application {
     /// Shared: a pool of a thousand applications holds a handful of kinds and namespaces.
     pub kind: Rc<str>,
     pub namespace: Rc<str>,
+    /// The name Cozystack gives it: its release's name less its kind's release prefix
+    /// (the `application.name` label is not read: the root tenant's says `tenant-root`).
     pub name: String,
+    /// The HelmRelease's name.
+    pub release: String,
+    /// Whether the release's name starts with its kind's prefix (else `name` is the release's).
+    pub prefixed: bool,
+    /// A module the tenant chart created (`internal.cozystack.io/tenantmodule: "true"`).
+    pub module: bool,
     /// Kept raw: only the applications of the pool in question are ever parsed.
     pub values: Option<Box<RawValue>>,
 }
@@ -72,8 +80,8 @@ struct HelmReleaseMetadata<'a> {
 struct Labels<'a> {
     #[serde(rename = "apps.cozystack.io/application.kind", borrow)]
     kind: Option<Cow<'a, str>>,
-    #[serde(rename = "apps.cozystack.io/application.name", borrow)]
-    name: Option<Cow<'a, str>>,
+    #[serde(rename = "internal.cozystack.io/tenantmodule", borrow)]
+    module: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -82,7 +90,12 @@ struct HelmReleaseSpec {
     values: Option<Box<RawValue>>,
 }
 
-pub fn parse_applications(bytes: &[u8]) -> Result<Vec<Application>, ClusterError> {
+/// The applications of a HelmRelease list; `prefix` gives each kind's release prefix (its
+/// definition's `spec.release.prefix`), `None` for a kind no definition declares.
+pub fn parse_applications<'p>(
+    bytes: &[u8],
+    prefix: impl Fn(&str) -> Option<&'p str>,
+) -> Result<Vec<Application>, ClusterError> {
     let releases: Vec<HelmRelease> = parse_list(Query::Applications, bytes)?;
     let mut interned: HashMap<Cow<str>, Rc<str>> = HashMap::new();
     let mut intern = |s: Cow<'_, str>| -> Rc<str> {
@@ -99,10 +112,16 @@ pub fn parse_applications(bytes: &[u8]) -> Result<Vec<Application>, ClusterError
         .into_iter()
         .filter_map(|hr| {
             let labels = hr.metadata.labels;
+            let kind = intern(labels.kind?);
+            let release = hr.metadata.name;
+            let stripped = prefix(&kind).and_then(|p| release.strip_prefix(p));
             Some(Application {
-                kind: intern(labels.kind?),
+                prefixed: stripped.is_some(),
+                name: stripped.unwrap_or(&release).to_string(),
+                release: release.to_string(),
+                kind,
                 namespace: intern(hr.metadata.namespace),
-                name: labels.name.unwrap_or(hr.metadata.name).into_owned(),
+                module: labels.module.as_deref() == Some("true"),
                 values: hr.spec.and_then(|s| s.values),
             })
         })
@@ -200,11 +219,16 @@ mod tests {
             {"metadata":{"name":"vm-instance-db2","namespace":"tenant-\u0066oo","labels":{
                 "apps.cozystack.io/application.kind":"VM\u0049nstance"}}},
             {"metadata":{"name":"not-an-app","namespace":"tenant-foo","labels":{}}}]}"#;
-        let apps = parse_applications(list).unwrap();
+        let apps = parse_applications(list, |kind| {
+            (kind == "VMInstance").then_some("vm-instance-")
+        })
+        .unwrap();
         assert_eq!(apps.len(), 2);
         assert_eq!(apps[0].label(), "VMInstance tenant-foo/db1");
-        // Escaped strings are decoded, and equal strings shared.
-        assert_eq!(apps[1].label(), "VMInstance tenant-foo/vm-instance-db2");
+        // Escaped strings are decoded, and equal strings shared; the name is the release's
+        // less the prefix, whatever the label says.
+        assert_eq!(apps[1].label(), "VMInstance tenant-foo/db2");
+        assert!(apps[1].prefixed && !apps[1].module);
         assert!(Rc::ptr_eq(&apps[0].kind, &apps[1].kind));
         assert!(apps[1].values.is_none());
         assert_eq!(
@@ -215,7 +239,7 @@ mod tests {
 
     #[test]
     fn refuses_an_answer_that_is_not_a_list() {
-        let err = parse_applications(br#"{"kind":"Status","status":"Failure"}"#)
+        let err = parse_applications(br#"{"kind":"Status","status":"Failure"}"#, |_| None)
             .unwrap_err()
             .to_string();
         assert!(

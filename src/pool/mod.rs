@@ -16,7 +16,7 @@ pub mod quota;
 pub mod tree;
 
 pub use quota::{Budget, declared_quota};
-pub use tree::{Tenancy, Tenant, owned_namespace, stored_tenant};
+pub use tree::{Tenancy, Tenant, is_tenant_name, owned_namespace, stored_tenant};
 
 use crate::keys::show;
 use crate::quantity::Quantity;

@@ -27,6 +27,12 @@ pub fn owned_namespace(name: &str, namespace: &str) -> String {
     }
 }
 
+/// Whether the tenant chart can render a Tenant of this name: its release must be
+/// `tenant-<name>` with no other dash (`tenant.name` in the chart's `_helpers.tpl`).
+pub fn is_tenant_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains('-')
+}
+
 /// One Tenant application, as the tree needs it.
 #[derive(Clone, Debug)]
 pub struct Tenant {

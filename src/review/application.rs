@@ -1,9 +1,10 @@
 //! The application gate: a write of any kind but Tenant is charged by its definition, and
 //! each key it grows must fit in that key's pool.
 
-use super::{Outcome, Refusal, Subject};
+use super::{Outcome, Refusal, Subject, tenancy};
 use crate::context::Context;
 use crate::decision::{self, Standing};
+use crate::keys::show;
 use crate::pool::Pool;
 use crate::resources::Resources;
 
@@ -13,10 +14,7 @@ pub(super) fn check(
     warnings: &mut Vec<String>,
 ) -> Result<(), Refusal> {
     let label = subject.label();
-    let tenancy = context.tenancy().map_err(|error| Refusal::Cluster {
-        subject: label.clone(),
-        error,
-    })?;
+    let tenancy = tenancy(context, subject, warnings)?;
     if tenancy.pool_root(subject.namespace).is_none()
         || context.settings.exempt_kinds.contains(subject.kind)
     {
@@ -47,6 +45,19 @@ pub(super) fn check(
             Some(Resources::new())
         }
     };
+    if let (Some(old), Some(reservation)) = (&old, &governing.reservation) {
+        for key in &reservation.grow_only {
+            let (from, to) = (old.get(key), new.get(key));
+            if to < from {
+                return Err(Refusal::Shrinks {
+                    subject: label,
+                    key: key.clone(),
+                    from: show(key, from),
+                    to: show(key, to),
+                });
+            }
+        }
+    }
 
     // Each growing key is checked in its own pool: the nearest tenant that bounds it.
     let mut grown = Vec::new();
@@ -97,11 +108,12 @@ pub(super) fn check(
             old.is_some(),
         ));
     }
-    problems.extend(sibling);
+    problems.extend(sibling.applications);
     Outcome {
         subject: label,
         pools: grown.iter().map(|(pool, ..)| pool.name()).collect(),
         problems,
+        modules: sibling.modules,
         violations,
     }
     .conclude(context.settings, warnings)

@@ -5,6 +5,7 @@
 //! Every refusal is a [`Refusal`], turned into text only in the verdict.
 
 mod application;
+mod modules;
 mod tenant;
 
 use std::collections::BTreeSet;
@@ -17,6 +18,7 @@ use crate::charge::values::describe;
 use crate::cluster::{Application, Kubernetes};
 use crate::context::{Context, ContextError};
 use crate::keys::{GROUP, TENANT_KIND, plural};
+use crate::pool::Tenancy;
 use crate::settings::{Settings, SiblingFailure};
 
 /// The policy's answer.
@@ -104,6 +106,15 @@ pub enum Refusal {
     Declaration {
         subject: String,
         problems: Vec<String>,
+    },
+    #[error(
+        "{subject}: {key} cannot shrink from {from} to {to}: the chart keeps what it has provisioned, so the lower value would under-charge it"
+    )]
+    Shrinks {
+        subject: String,
+        key: String,
+        from: String,
+        to: String,
     },
     #[error("{subject}: {}", violations.join("; "))]
     OverBudget {
@@ -223,6 +234,26 @@ fn spec_of(object: &Map<String, Value>) -> Result<&Value, String> {
     }
 }
 
+/// The tenant tree for a write in `subject`'s namespace, with a warning for each Tenant
+/// release there that cannot be placed.
+fn tenancy(
+    context: &Context<'_>,
+    subject: &Subject<'_>,
+    warnings: &mut Vec<String>,
+) -> Result<Tenancy, Refusal> {
+    let (tenancy, unplaced) = context.tenancy().map_err(|error| Refusal::Cluster {
+        subject: subject.label(),
+        error,
+    })?;
+    warnings.extend(
+        unplaced
+            .into_iter()
+            .filter(|(namespace, _)| **namespace == *subject.namespace)
+            .map(|(_, warning)| warning),
+    );
+    Ok(tenancy)
+}
+
 /// How every gate ends: `siblingFailure` applied to the problems with objects other than the
 /// one under admission (a refusal, or warnings), then the violations, if any.
 struct Outcome<'a> {
@@ -230,6 +261,9 @@ struct Outcome<'a> {
     /// The pools checked, by name (sorted, each once).
     pools: BTreeSet<&'a str>,
     problems: Vec<String>,
+    /// Tenant modules that cannot be evaluated: counted as zero, with a warning, whatever
+    /// `siblingFailure` says (the tenant chart made them; they never refuse a write).
+    modules: Vec<String>,
     violations: Vec<String>,
 }
 
@@ -237,6 +271,9 @@ impl Outcome<'_> {
     fn conclude(self, settings: &Settings, warnings: &mut Vec<String>) -> Result<(), Refusal> {
         let pools: Vec<&str> = self.pools.into_iter().collect();
         let pools = pools.join(", ");
+        warnings.extend(self.modules.iter().map(|m| {
+            format!("counted as zero in pool {pools}: {m} (a tenant module, never a reason to refuse a write)")
+        }));
         if !self.problems.is_empty() {
             match settings.sibling_failure {
                 SiblingFailure::Deny => {

@@ -1,20 +1,26 @@
-//! The Tenant declaration gate: a child tenant's declared `resourceQuotas` must fit in its
-//! parent's pools, every key in the GPU budget domain must be a budget key, and a lowered
-//! declaration must cover what the child's subtree already holds.
+//! The Tenant declaration gate: a child tenant's declared `resourceQuotas` must fit in the
+//! pools above it, every key in the GPU budget domain must be a budget key, a lowered
+//! declaration must cover what the child's subtree already holds, and the modules the write
+//! switches on must fit where they land.
 //!
 //! For each key a pool above the child bounds, the pool's load after the write (its
-//! carve-outs, the child's included, plus its member applications' reservations) may not
-//! grow past its budget. The applications counted are the pool's after the write, so a
-//! child that starts bounding a key takes its subtree out of the pool, as Cozystack's
-//! `parentPoolUsage` counts pool usage beside the sibling declarations.
+//! carve-outs, the child's included, plus its member applications' reservations, plus the
+//! modules that land in it) may not grow past its budget. The applications counted are the
+//! pool's after the write, so a child that starts bounding a key takes its subtree out of the
+//! pool, as Cozystack's `parentPoolUsage` counts pool usage beside the sibling declarations.
+//! A module lands in the namespace the child owns: in the child's own pool for the keys the
+//! child bounds, else in the pool above.
 
 use std::collections::BTreeSet;
 
-use super::{Outcome, Refusal, Subject};
+use super::modules::{Modules, switched_on};
+use super::{Outcome, Refusal, Subject, tenancy};
 use crate::context::Context;
 use crate::decision::{self, Declaration, Holding, Standing};
-use crate::keys::{GPU_ALL_CLASSES, GPU_CLASS_SUFFIX, in_gpu_domain, is_gpu_budget_key};
-use crate::pool::{Budget, Pool, Tenant, declared_quota, owned_namespace};
+use crate::keys::{
+    GPU_ALL_CLASSES, GPU_CLASS_SUFFIX, TENANT_KIND, in_gpu_domain, is_gpu_budget_key,
+};
+use crate::pool::{Budget, Pool, Tenant, declared_quota, is_tenant_name, owned_namespace};
 use crate::quantity::Quantity;
 
 pub(super) fn check(
@@ -23,10 +29,11 @@ pub(super) fn check(
     warnings: &mut Vec<String>,
 ) -> Result<(), Refusal> {
     let label = subject.label();
-    let declared = declared_quota(subject.values).map_err(|problems| Refusal::Declaration {
+    let declaration = |problems| Refusal::Declaration {
         subject: label.clone(),
         problems,
-    })?;
+    };
+    let declared = declared_quota(subject.values).map_err(declaration)?;
     let unenforced: Vec<String> = declared
         .iter()
         .filter(|(k, _)| in_gpu_domain(k) && !is_gpu_budget_key(k))
@@ -34,46 +41,59 @@ pub(super) fn check(
         .collect();
     if !unenforced.is_empty() {
         let one = unenforced.len() == 1;
-        return Err(Refusal::Declaration {
-            subject: label,
-            problems: vec![format!(
-                "{} {} in the GPU budget domain but not a budget key ({GPU_ALL_CLASSES} or <class>{GPU_CLASS_SUFFIX}): the tenant chart keeps such keys out of the ResourceQuota, so nothing would enforce {}",
-                unenforced.join(", "),
-                if one { "is" } else { "are" },
-                if one { "it" } else { "them" },
-            )],
-        });
+        return Err(declaration(vec![format!(
+            "{} {} in the GPU budget domain but not a budget key ({GPU_ALL_CLASSES} or <class>{GPU_CLASS_SUFFIX}): the tenant chart keeps such keys out of the ResourceQuota, so nothing would enforce {}",
+            unenforced.join(", "),
+            if one { "is" } else { "are" },
+            if one { "it" } else { "them" },
+        )]));
+    }
+    if !is_tenant_name(subject.name) {
+        return Err(declaration(vec![format!(
+            "the tenant chart renders a Tenant only as the release tenant-<name> with no other dash, so {:?} would own no namespace",
+            subject.name
+        )]));
     }
     let owns = owned_namespace(subject.name, subject.namespace);
-    if owns == subject.namespace {
-        // The root tenant: no parent pool to fit in.
-        return Ok(());
-    }
-    let before = context.tenancy().map_err(|error| Refusal::Cluster {
-        subject: label.clone(),
-        error,
-    })?;
+    // The root tenant has no pool above it; only its modules are checked, in its own pools.
+    let is_root = owns == subject.namespace;
+    let before = tenancy(context, subject, warnings)?;
     let aliases = &context.settings.quota_key_aliases;
     let new = Budget::from_declared(&declared, aliases);
     let old = subject.old_values.map(|old| {
         // A previous declaration that no longer parses counts as nothing: all is growth.
         Budget::from_declared(&declared_quota(old).unwrap_or_default(), aliases)
     });
-    if let Some(root) = before
-        .pool_root(subject.namespace)
-        .and_then(|r| before.owner(r))
+    if !is_root
+        && let Some(root) = before
+            .pool_root(subject.namespace)
+            .and_then(|r| before.owner(r))
         && let Some(warning) = before.overcommit(root)
     {
         warnings.push(warning);
     }
+    let tenant_kind = context
+        .governing(TENANT_KIND)
+        .map_err(|error| Refusal::Unevaluable {
+            subject: label.clone(),
+            error,
+        })?;
+    let modules = switched_on(context, &tenant_kind, subject.values, &owns, &label)?;
+    let modules_before = match subject.old_values {
+        Some(old) => switched_on(context, &tenant_kind, old, &owns, &label)?,
+        None => Modules::default(),
+    };
 
-    // The pools above the child, per key it declares now or declared before.
+    // The pools above the child, per key it declares now or declared before, or its modules
+    // reserve.
     let keys: BTreeSet<&str> = new
         .keys()
         .chain(old.iter().flat_map(Budget::keys))
+        .chain(modules.total.iter().map(|(k, _)| k))
+        .chain(modules_before.total.iter().map(|(k, _)| k))
         .collect();
     let mut parents = Vec::new();
-    for key in keys {
+    for &key in keys.iter().filter(|_| !is_root) {
         let Some(pool) = before.pool(subject.namespace, key) else {
             continue;
         };
@@ -84,9 +104,6 @@ pub(super) fn check(
         })?;
         parents.push((pool, budget));
     }
-    if parents.is_empty() {
-        return Ok(());
-    }
     let child = Tenant {
         namespace: subject.namespace.to_string(),
         owns: owns.clone(),
@@ -94,6 +111,28 @@ pub(super) fn check(
         bounded: !new.is_empty(),
     };
     let after = before.with(child.clone());
+    let parent_of = |key: &str| parents.iter().find(|(p, _)| p.key == key);
+    // The child's own pools that must cover what they will hold: a declaration lowered (or
+    // new) under a pool above, or one that the modules it switches on grow into.
+    let lowered = |key: &str| {
+        new.get(key).is_some_and(|q| {
+            old.as_ref()
+                .is_none_or(|o| o.get(key).is_none_or(|before| q < before))
+        })
+    };
+    let own: Vec<(Pool<'_>, bool)> = keys
+        .iter()
+        .filter(|key| new.get(key).is_some())
+        .filter_map(|&key| {
+            let hands_back = parent_of(key).is_some() && lowered(key);
+            let modules_grow = modules.of(key) > modules_before.of(key);
+            (hands_back || modules_grow).then(|| (after.pool_rooted_at(&child, key), hands_back))
+        })
+        .collect();
+    if parents.is_empty() && own.is_empty() {
+        warnings.extend(modules.unevaluable);
+        return Ok(());
+    }
 
     let cluster = |error| Refusal::Cluster {
         subject: label.clone(),
@@ -108,23 +147,13 @@ pub(super) fn check(
         .iter()
         .map(|(p, _)| after.pool_rooted_at(after.owner(p.name()).unwrap_or(p.root), &p.key))
         .collect();
-    // The keys the child declares lower than before (or for the first time): its own pools.
-    let lowered: Vec<Pool<'_>> = parents
-        .iter()
-        .filter(|(p, _)| {
-            new.get(&p.key).is_some_and(|q| {
-                old.as_ref()
-                    .is_none_or(|o| o.get(&p.key).is_none_or(|before| q < before))
-            })
-        })
-        .map(|(p, _)| after.pool_rooted_at(&child, &p.key))
-        .collect();
-    let (usage_before, mut problems) =
+    let own_pools: Vec<Pool<'_>> = own.iter().map(|(p, _)| p.clone()).collect();
+    let (usage_before, mut unevaluable) =
         context.usage(&parents_before, |_| false).map_err(cluster)?;
     let (usage_after, more) = context.usage(&parents_after, |_| false).map_err(cluster)?;
-    problems.extend(more);
-    let (held, more) = context.usage(&lowered, |_| false).map_err(cluster)?;
-    problems.extend(more);
+    unevaluable.absorb(more);
+    let (held, more) = context.usage(&own_pools, |_| false).map_err(cluster)?;
+    unevaluable.absorb(more);
 
     let mut violations = Vec::new();
     let mut unreadable = Vec::new();
@@ -136,52 +165,81 @@ pub(super) fn check(
         let others = after_pool
             .carved(Some(&owns), &mut unreadable)
             .map_err(|_| overflow("carve-outs"))?;
+        // Modules land in this pool for the keys the child does not bound.
+        let landed_before = match &old {
+            Some(old) if old.get(key).is_none() => modules_before.of(key),
+            _ => Quantity::ZERO,
+        };
+        let landed = if new.get(key).is_none() {
+            modules.of(key)
+        } else {
+            Quantity::ZERO
+        };
         let load_before = carved_before
             .total
             .checked_add(usage_before.reserved.get(key))
+            .and_then(|l| l.checked_add(landed_before))
             .ok_or_else(|| overflow("reservations"))?;
+        let (reserved, holders) = usage_after.of(key);
+        let reserved = reserved
+            .checked_add(landed)
+            .ok_or_else(|| overflow("reservations"))?;
+        let module_names = modules.names(key);
         let declaration = Declaration {
             after: Standing {
                 pool: before_pool.name(),
                 key,
                 budget: *budget,
                 carved: others,
-                reserved: usage_after.of(key),
+                reserved: (reserved, holders),
             },
             load_before,
             declared: new.get(key),
             previous: old.as_ref().and_then(|o| o.get(key)),
+            modules: landed
+                .is_positive()
+                .then_some((module_names.as_str(), landed)),
         };
         violations.extend(
             decision::declaration_violation(&declaration).map_err(|_| overflow("reservations"))?,
         );
     }
-    for own in &lowered {
-        let key = own.key.as_str();
-        let sub_tenants = own
+    for (own_pool, hands_back) in &own {
+        let key = own_pool.key.as_str();
+        let sub_tenants = own_pool
             .carved(None, &mut unreadable)
             .map_err(|_| overflow("carve-outs"))?;
-        let parent = parents
-            .iter()
-            .find(|(p, _)| p.key == key)
-            .map_or("", |(p, _)| p.name());
+        let module_names = modules.names(key);
         let holding = Holding {
-            pool: parent,
+            pool: match parent_of(key) {
+                Some((parent, _)) if *hands_back => parent.name(),
+                _ => own_pool.name(),
+            },
             key,
             declared: new.get(key).unwrap_or(Quantity::ZERO),
             reserved: held.of(key),
             sub_tenants: sub_tenants.total,
+            modules: (modules.of(key), module_names.as_str()),
+            hands_back: *hands_back,
         };
         violations
             .extend(decision::handback_violation(&holding).map_err(|_| overflow("reservations"))?);
     }
+    let mut problems = unevaluable.applications;
     problems.extend(unreadable);
     problems.sort();
     problems.dedup();
+    let mut module_problems = modules.unevaluable;
+    module_problems.extend(unevaluable.modules);
+    let mut pools: BTreeSet<&str> = parents.iter().map(|(p, _)| p.name()).collect();
+    if own.iter().any(|(_, hands_back)| !hands_back) {
+        pools.insert(&owns);
+    }
     Outcome {
         subject: label,
-        pools: parents.iter().map(|(p, _)| p.name()).collect(),
+        pools,
         problems,
+        modules: module_problems,
         violations,
     }
     .conclude(context.settings, warnings)

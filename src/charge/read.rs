@@ -1,0 +1,395 @@
+//! Reading a block's terms from the values, as the chart's templates read them: where a
+//! block's paths start, what is empty to Helm, and every term's value or the field's fault.
+
+use serde_json::Value;
+
+use super::evaluate::EvalError;
+use super::terms::{Amount, Condition, Count, From, Literal, Path, Term};
+use super::values::{Cursor, describe};
+use crate::quantity::{JsonQuantityError, Quantity};
+
+pub(super) type Result<T> = std::result::Result<T, EvalError>;
+
+/// Where a block's relative paths start (`spec`, `spec.nodeGroups.md0`), the application's
+/// top-level values that `$.` paths read, and the enclosing values `^.` paths read.
+#[derive(Clone, Copy)]
+pub(super) struct Place<'a> {
+    pub cursor: Cursor<'a>,
+    pub prefix: &'a str,
+    pub root: Cursor<'a>,
+    outer: Cursor<'a>,
+    outer_prefix: &'a str,
+}
+
+/// Where messages about the top-level values start.
+const ROOT_PREFIX: &str = "spec";
+
+impl<'a> Place<'a> {
+    pub fn top(values: Cursor<'a>) -> Self {
+        Place {
+            cursor: values,
+            prefix: ROOT_PREFIX,
+            root: values,
+            outer: values,
+            outer_prefix: ROOT_PREFIX,
+        }
+    }
+
+    /// An item of a collection read at this place.
+    pub fn item(&self, cursor: Cursor<'a>, prefix: &'a str) -> Self {
+        Place {
+            cursor,
+            prefix,
+            root: self.root,
+            outer: self.cursor,
+            outer_prefix: self.prefix,
+        }
+    }
+
+    /// The place `path` is read from, and the path below it.
+    fn resolve<'p>(&self, path: &'p Path) -> (Place<'a>, &'p str) {
+        let place = match path.from {
+            From::Here => *self,
+            From::Root => Place::top(self.root),
+            From::Enclosing => Place {
+                cursor: self.outer,
+                prefix: self.outer_prefix,
+                ..Place::top(self.root)
+            },
+        };
+        (place, path.relative())
+    }
+
+    pub fn name(&self, path: &str) -> String {
+        format!("{}.{path}", self.prefix)
+    }
+
+    /// The full name of `path` for messages.
+    pub fn name_of(&self, path: &Path) -> String {
+        let (place, relative) = self.resolve(path);
+        place.name(relative)
+    }
+
+    pub fn here(&self, reason: impl Into<String>) -> EvalError {
+        EvalError {
+            path: self.prefix.to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    pub fn error(&self, path: &Path, reason: impl Into<String>) -> EvalError {
+        EvalError {
+            path: self.name_of(path),
+            reason: reason.into(),
+        }
+    }
+
+    /// The value at `path`, `None` when absent or null after defaults.
+    pub fn read(&self, path: &Path) -> Result<Option<&'a Value>> {
+        Ok(self.cursor_at(path)?.value.filter(|v| !v.is_null()))
+    }
+
+    /// The values at `path`, with their schema.
+    pub fn cursor_at(&self, path: &Path) -> Result<Cursor<'a>> {
+        let (place, relative) = self.resolve(path);
+        place.cursor.at(relative).map_err(|parent| EvalError {
+            path: if parent.is_empty() {
+                place.prefix.to_string()
+            } else {
+                place.name(&parent)
+            },
+            reason: format!("must be an object to read {relative:?}"),
+        })
+    }
+
+    /// A path below `path`, from a field name.
+    pub fn below(&self, path: &Path, field: &str) -> Path {
+        Path {
+            text: format!("{}.{field}", path.text),
+            from: path.from,
+        }
+    }
+}
+
+/// Whether Helm's `if` and `default` see a value as set: not absent, null, `false`, `0`,
+/// `""`, `[]` or `{}` (the string `"0"` is set).
+pub(super) fn is_set(value: Option<&Value>) -> bool {
+    match value {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0),
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(Value::Array(items)) => !items.is_empty(),
+        Some(Value::Object(map)) => !map.is_empty(),
+    }
+}
+
+/// A non-negative JSON integer, `None` when absent: what an `integer` field of a chart's
+/// schema holds (anything else would fail the chart's schema validation, rendering nothing).
+pub(super) fn read_count(place: Place<'_>, path: &Path) -> Result<Option<u64>> {
+    match place.read(path)? {
+        None => Ok(None),
+        Some(Value::Number(n)) => {
+            if let Some(count) = n.as_u64() {
+                Ok(Some(count))
+            } else if n.as_i64().is_some() {
+                Err(place.error(path, format!("must not be negative, got {n}")))
+            } else {
+                Err(place.error(path, format!("must be a whole number, got {n}")))
+            }
+        }
+        Some(other) => {
+            Err(place.error(path, format!("must be an integer, not {}", describe(other))))
+        }
+    }
+}
+
+/// A whole number as the chart's `int64` reads an int-or-string field: an integer or a
+/// string of decimal digits. Anything else is refused: `int64` would turn `"1500m"` into 0.
+fn read_whole(place: Place<'_>, path: &Path) -> Result<Option<u64>> {
+    match place.read(path)? {
+        Some(Value::String(s)) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => s
+            .parse()
+            .map(Some)
+            .map_err(|_| place.error(path, format!("{s:?} is too large"))),
+        Some(Value::String(s)) => Err(place.error(
+            path,
+            format!(
+                "must be a whole number: the chart renders it with int64, which reads {s:?} as 0"
+            ),
+        )),
+        _ => read_count(place, path),
+    }
+}
+
+/// A quantity given as a string or a JSON number; `None` when absent or an empty string.
+pub(super) fn read_quantity(place: Place<'_>, path: &Path) -> Result<Option<Quantity>> {
+    match place.read(path)? {
+        None => Ok(None),
+        Some(Value::String(s)) if s.is_empty() => Ok(None),
+        Some(v) => Quantity::from_json(v).map(Some).map_err(|e| match e {
+            JsonQuantityError::WrongType => {
+                place.error(path, format!("must be a quantity, not {}", describe(v)))
+            }
+            JsonQuantityError::Invalid(e) => place.error(path, e.to_string()),
+        }),
+    }
+}
+
+/// A name (instance type, preset, class); `None` when absent or empty.
+pub(super) fn read_name<'a>(place: Place<'a>, path: &Path) -> Result<Option<&'a str>> {
+    match place.read(path)? {
+        None => Ok(None),
+        Some(Value::String(s)) if s.is_empty() => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(place.error(path, format!("must be a string, not {}", describe(other)))),
+    }
+}
+
+/// The value of a term, `None` when it reads nothing; `read` reads its paths.
+fn term<L: Literal>(
+    place: Place<'_>,
+    t: &Term<L>,
+    read: fn(Place<'_>, &Path) -> Result<Option<L>>,
+) -> Result<Option<L>> {
+    match t {
+        Term::Literal(l) => Ok(Some(l.clone())),
+        Term::Path(path) => read(place, path),
+        Term::Fallback {
+            path,
+            default,
+            only_absent,
+        } => {
+            let value = place.read(path)?;
+            let unset = if *only_absent {
+                value.is_none()
+            } else {
+                !is_set(value)
+            };
+            if unset {
+                term(place, default, read)
+            } else {
+                read(place, path)
+            }
+        }
+        Term::Max(terms) => {
+            let mut max = None;
+            for t in terms {
+                max = max.max(term(place, t, read)?);
+            }
+            Ok(max)
+        }
+    }
+}
+
+/// The value of a count term, `None` when it reads nothing.
+pub(super) fn count(place: Place<'_>, t: &Count) -> Result<Option<u64>> {
+    term(place, t, read_count)
+}
+
+/// The value of a name term (a preset, an instance type), `None` when it reads nothing.
+pub(super) fn name(place: Place<'_>, t: &Term<String>) -> Result<Option<String>> {
+    term(place, t, |place, path| {
+        read_name(place, path).map(|n| n.map(str::to_string))
+    })
+}
+
+/// The value of a quantity term, `None` when it reads nothing.
+pub(super) fn amount(place: Place<'_>, t: &Amount) -> Result<Option<Quantity>> {
+    match t {
+        Amount::Term(t) => term(place, t, read_quantity),
+        Amount::Product(factors) => {
+            let mut product: u64 = 1;
+            for f in factors {
+                // Factors hold int-or-string whole numbers, as the chart's `int64` reads them.
+                let Some(n) = term(place, f, read_whole)? else {
+                    return Ok(None);
+                };
+                product = product
+                    .checked_mul(n)
+                    .ok_or_else(|| place.here("the product overflows"))?;
+            }
+            Ok(Some(Quantity::from_units(product)))
+        }
+    }
+}
+
+/// Whether a condition holds on the values (after schema defaults; absent reads as null).
+pub(super) fn holds(place: Place<'_>, condition: &Condition) -> Result<bool> {
+    let null = Value::Null;
+    Ok(match condition {
+        Condition::Equals(path, want) => place.read(path)?.unwrap_or(&null) == want,
+        Condition::NotEquals(path, want) => place.read(path)?.unwrap_or(&null) != want,
+        Condition::Set(path, set) => is_set(place.read(path)?) == *set,
+        Condition::Any(terms) => {
+            for t in terms {
+                if holds(place, t)? {
+                    return Ok(true);
+                }
+            }
+            false
+        }
+        Condition::Not(inner) => !holds(place, inner)?,
+    })
+}
+
+/// Whether every condition holds on the top-level values at `values`.
+pub(super) fn all_hold(values: Cursor<'_>, conditions: &[Condition]) -> Result<bool> {
+    let place = Place::top(values);
+    for condition in conditions {
+        if !holds(place, condition)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn p(s: &str) -> Path {
+        Path::parse(s).unwrap()
+    }
+
+    #[test]
+    fn helm_emptiness() {
+        for empty in [
+            json!(null),
+            json!(false),
+            json!(0),
+            json!(0.0),
+            json!(""),
+            json!([]),
+            json!({}),
+        ] {
+            assert!(!is_set(Some(&empty)), "{empty}");
+        }
+        for set in [
+            json!(true),
+            json!(1),
+            json!("0"),
+            json!([0]),
+            json!({"a": null}),
+        ] {
+            assert!(is_set(Some(&set)), "{set}");
+        }
+        assert!(!is_set(None));
+    }
+
+    #[test]
+    fn terms_read_as_the_chart_reads_them() {
+        let values = json!({"a": 0, "b": 3, "c": "2", "d": "1500m", "e": "", "item": {"x": 1}});
+        let top = Place::top(Cursor::new(&values, None));
+        let item_cursor = top.cursor_at(&p("item")).unwrap();
+        let item = top.item(item_cursor, "spec.item");
+        let count_of = |place, v: Value| count(place, &Count::from_json(&v).unwrap());
+        assert_eq!(
+            count_of(top, json!({"path": "a", "default": 5})).unwrap(),
+            Some(5)
+        );
+        assert_eq!(
+            count_of(top, json!({"path": "b", "default": 5})).unwrap(),
+            Some(3)
+        );
+        assert_eq!(
+            count_of(top, json!({"max": ["a", "b", "absent"]})).unwrap(),
+            Some(3)
+        );
+        assert_eq!(count_of(top, json!({"max": ["absent"]})).unwrap(), None);
+        assert_eq!(count_of(item, json!("x")).unwrap(), Some(1));
+        assert_eq!(
+            count_of(item, json!("$.b")).unwrap(),
+            Some(3),
+            "$. reads the top level"
+        );
+        assert_eq!(
+            count_of(item, json!("^.b")).unwrap(),
+            Some(3),
+            "^. reads the enclosing values"
+        );
+        assert_eq!(
+            count_of(item, json!({"path": "y", "ifAbsent": {"path": "^.b"}})).unwrap(),
+            Some(3)
+        );
+        assert_eq!(
+            count_of(top, json!({"path": "a", "ifAbsent": 7})).unwrap(),
+            Some(0),
+            "ifAbsent keeps a present 0"
+        );
+        let amount_of = |v: Value| amount(top, &Amount::from_json(&v).unwrap());
+        assert_eq!(
+            amount_of(json!({"product": ["b", "c"]})).unwrap(),
+            Some(Quantity::from_units(6)),
+            "\"2\" is a whole number to int64"
+        );
+        assert_eq!(
+            amount_of(json!({"product": ["b", "absent"]})).unwrap(),
+            None
+        );
+        assert_eq!(
+            amount_of(json!({"product": ["d"]}))
+                .unwrap_err()
+                .to_string(),
+            "spec.d: must be a whole number: the chart renders it with int64, which reads \"1500m\" as 0"
+        );
+        assert_eq!(
+            amount_of(json!({"path": "e", "default": "20Gi"})).unwrap(),
+            Some(Quantity::parse("20Gi").unwrap())
+        );
+        assert_eq!(
+            amount_of(json!({"max": ["a", 1]})).unwrap(),
+            Some(Quantity::from_units(1))
+        );
+        let cond = |v: Value| holds(top, &Condition::from_json(&v).unwrap()).unwrap();
+        assert!(cond(json!({"path": "b", "equals": 3})));
+        assert!(cond(json!({"path": "absent", "equals": null})));
+        assert!(cond(json!({"path": "c", "notEquals": 2})));
+        assert!(cond(json!({"path": "a", "set": false})));
+        assert!(cond(
+            json!({"any": [{"path": "a", "set": true}, {"path": "b", "set": true}]})
+        ));
+        assert!(!cond(json!({"not": {"path": "b", "set": true}})));
+    }
+}
