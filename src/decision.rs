@@ -155,11 +155,14 @@ pub fn declaration_violation(d: &Declaration<'_>) -> Result<Option<String>, Over
     )))
 }
 
-/// What a child's subtree holds of a key it declares lower (or for the first time).
+/// What a child's subtree holds of a key it declares lower (or for the first time), or that
+/// the modules it switches on grow into.
 #[derive(Clone, Copy, Debug)]
 pub struct Holding<'a> {
     /// The parent pool the difference would be handed back to.
     pub pool: &'a str,
+    /// The child's own pool.
+    pub own_pool: &'a str,
     pub key: &'a str,
     pub declared: Quantity,
     /// What the applications of the child's own pool reserve, and how many hold it.
@@ -179,6 +182,7 @@ pub struct Holding<'a> {
 pub fn handback_violation(h: &Holding<'_>) -> Result<Option<String>, Overflow> {
     let Holding {
         pool,
+        own_pool,
         key,
         declared,
         reserved: (reserved, holders),
@@ -186,13 +190,13 @@ pub fn handback_violation(h: &Holding<'_>) -> Result<Option<String>, Overflow> {
         modules: (modules, module_names),
         hands_back,
     } = *h;
-    let held = reserved
-        .checked_add(sub_tenants)
-        .and_then(|h| h.checked_add(modules))
-        .ok_or(Overflow)?;
+    let held_now = reserved.checked_add(sub_tenants).ok_or(Overflow)?;
+    let held = held_now.checked_add(modules).ok_or(Overflow)?;
     if held <= declared {
         return Ok(None);
     }
+    // Handed back only what is held already; what only the modules add does not fit yet.
+    let hands_back = hands_back && held_now > declared;
     let mut what = format!(
         "{} reserved by {holders} application{}",
         show(key, reserved),
@@ -217,7 +221,7 @@ pub fn handback_violation(h: &Holding<'_>) -> Result<Option<String>, Overflow> {
         )
     } else {
         format!(
-            "{key} {declared} does not cover what its namespaces will hold ({what}) in pool {pool}"
+            "{key} {declared} does not cover what its namespaces will hold ({what}) in pool {own_pool}"
         )
     }))
 }
@@ -407,6 +411,7 @@ mod tests {
     fn a_declaration_must_cover_what_its_subtree_holds() {
         let h = Holding {
             pool: "tenant-a",
+            own_pool: "tenant-a-x",
             key: "memory",
             declared: q("4Gi"),
             reserved: (q("3Gi"), 2),
@@ -424,7 +429,7 @@ mod tests {
         };
         assert_eq!(handback_violation(&covered).unwrap(), None);
         let modules = Holding {
-            pool: "tenant-x",
+            own_pool: "tenant-x",
             reserved: (Quantity::ZERO, 0),
             sub_tenants: Quantity::ZERO,
             modules: (q("33Gi"), "Monitoring tenant-x/monitoring"),

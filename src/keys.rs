@@ -19,6 +19,8 @@ pub const RESOURCE_QUOTAS: &str = "resourceQuotas";
 pub const KIND_LABEL: &str = "apps.cozystack.io/application.kind";
 pub const GROUP_LABEL: &str = "apps.cozystack.io/application.group";
 pub const NAME_LABEL: &str = "apps.cozystack.io/application.name";
+/// Set by the tenant chart on the module releases it creates (Info, Etcd, Ingress, ...).
+pub const TENANT_MODULE_LABEL: &str = "internal.cozystack.io/tenantmodule";
 
 pub const CPU: &str = "cpu";
 pub const MEMORY: &str = "memory";

@@ -80,7 +80,7 @@ struct HelmReleaseMetadata<'a> {
 struct Labels<'a> {
     #[serde(rename = "apps.cozystack.io/application.kind", borrow)]
     kind: Option<Cow<'a, str>>,
-    #[serde(rename = "internal.cozystack.io/tenantmodule", borrow)]
+    #[serde(rename = "internal.cozystack.io/tenantmodule", borrow)] // keys::TENANT_MODULE_LABEL
     module: Option<Cow<'a, str>>,
 }
 

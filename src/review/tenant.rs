@@ -180,10 +180,13 @@ pub(super) fn check(
             .checked_add(usage_before.reserved.get(key))
             .and_then(|l| l.checked_add(landed_before))
             .ok_or_else(|| overflow("reservations"))?;
-        let (reserved, holders) = usage_after.of(key);
+        let (reserved, mut holders) = usage_after.of(key);
         let reserved = reserved
             .checked_add(landed)
             .ok_or_else(|| overflow("reservations"))?;
+        if landed.is_positive() {
+            holders += modules.holders(key);
+        }
         let module_names = modules.names(key);
         let declaration = Declaration {
             after: Standing {
@@ -211,10 +214,8 @@ pub(super) fn check(
             .map_err(|_| overflow("carve-outs"))?;
         let module_names = modules.names(key);
         let holding = Holding {
-            pool: match parent_of(key) {
-                Some((parent, _)) if *hands_back => parent.name(),
-                _ => own_pool.name(),
-            },
+            pool: parent_of(key).map_or(own_pool.name(), |(parent, _)| parent.name()),
+            own_pool: own_pool.name(),
             key,
             declared: new.get(key).unwrap_or(Quantity::ZERO),
             reserved: held.of(key),

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::keys::{GROUP_LABEL, KIND_LABEL, NAME_LABEL};
+use crate::keys::{GROUP_LABEL, KIND_LABEL, NAME_LABEL, TENANT_MODULE_LABEL};
 
 const DEFINITIONS: &[&str] = &[
     include_str!("../../test_data/reference/applicationdefinitions/bootbox.yaml"),
@@ -131,17 +131,48 @@ pub fn application(kind: &str, namespace: &str, name: &str, values: Value) -> Va
 }
 
 fn stored(kind: &str, namespace: &str, name: &str, prefix: &str, values: Value) -> Value {
+    release(
+        kind,
+        namespace,
+        &format!("{prefix}{name}"),
+        Some(name),
+        values,
+    )
+}
+
+/// A HelmRelease of `kind` named `release` in `namespace`, with the `application.name` label
+/// when `label` is given (the Cozystack API sets it; the root tenant's says `tenant-root`).
+pub fn release(
+    kind: &str,
+    namespace: &str,
+    release: &str,
+    label: Option<&str>,
+    values: Value,
+) -> Value {
+    let mut labels = json!({KIND_LABEL: kind, GROUP_LABEL: "apps.cozystack.io"});
+    if let Some(name) = label {
+        labels[NAME_LABEL] = json!(name);
+    }
     json!({
         "apiVersion": "helm.toolkit.fluxcd.io/v2",
         "kind": "HelmRelease",
         "metadata": {
-            "name": format!("{prefix}{name}"),
+            "name": release,
             "namespace": namespace,
-            "labels": {KIND_LABEL: kind, GROUP_LABEL: "apps.cozystack.io", NAME_LABEL: name},
+            "labels": labels,
         },
         "spec": {"chart": {"spec": {"chart": kind.to_lowercase()}}, "values": values},
         "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "InstallSucceeded"}]},
     })
+}
+
+/// A module release the tenant chart creates in the namespace a tenant owns (no values: the
+/// chart passes none; the `internal.cozystack.io/tenantmodule` label).
+pub fn module(kind: &str, namespace: &str, name: &str) -> Value {
+    let mut hr = release(kind, namespace, name, Some(name), Value::Null);
+    hr["metadata"]["labels"][TENANT_MODULE_LABEL] = json!("true");
+    hr["spec"] = json!({"chart": {"spec": {"chart": kind.to_lowercase()}}});
+    hr
 }
 
 /// A stored Tenant `name` in `namespace` declaring `quota` as its `resourceQuotas`.
@@ -153,6 +184,20 @@ pub fn tenant(namespace: &str, name: &str, quota: Value) -> Value {
         "tenant-",
         json!({"resourceQuotas": quota}),
     )
+}
+
+/// A stored Tenant with the whole `spec` given.
+pub fn tenant_with(namespace: &str, name: &str, spec: Value) -> Value {
+    stored("Tenant", namespace, name, "tenant-", spec)
+}
+
+/// A stock installation holding `objects`: the real definitions as Cozystack ships them (no
+/// reservation block: the CRD prunes it), every instance type.
+pub fn stock_cluster(objects: Vec<Value>) -> Fixture {
+    let mut all = real_definitions();
+    all.extend(instance_types());
+    all.extend(objects);
+    Fixture::new(all)
 }
 
 /// A cluster holding every definition, every instance type, and `objects`.
