@@ -309,7 +309,7 @@ impl<'k> Context<'k> {
                 Ok(Some(charge)) => {
                     for (pool, _) in pools.iter().zip(member.iter()).filter(|(_, m)| **m) {
                         usage
-                            .add_key(&pool.key, charge.get(&pool.key))
+                            .add_key(&pool.key, charge.get(&pool.key), || app.label())
                             .map_err(|_| ContextError::ReservationsOverflow)?;
                     }
                 }

@@ -16,19 +16,52 @@ use crate::pool::Carved;
 use crate::quantity::Quantity;
 use crate::resources::{Overflow, Resources};
 
-/// What the applications of a pool reserve, and how many hold each key.
+/// How many of a pool's largest holders a message names.
+pub const LARGEST_SHOWN: usize = 3;
+
+/// What the applications of a pool reserve, how many hold each key, and the largest holders.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Usage {
     pub reserved: Resources,
     pub holders: BTreeMap<String, usize>,
+    /// Per key, the largest holders (largest first, then by label), at most [`LARGEST_SHOWN`].
+    pub largest: BTreeMap<String, Vec<(Quantity, String)>>,
 }
 
 impl Usage {
-    /// One application's reservation of `key`.
-    pub fn add_key(&mut self, key: &str, q: Quantity) -> Result<(), Overflow> {
+    /// One holder's reservation of `key`; `holder` names it (called only when it may be
+    /// among the largest).
+    pub fn add_key(
+        &mut self,
+        key: &str,
+        q: Quantity,
+        holder: impl FnOnce() -> String,
+    ) -> Result<(), Overflow> {
         self.reserved.add(key, q)?;
-        if q.is_positive() {
-            *self.holders.entry(key.to_string()).or_default() += 1;
+        if !q.is_positive() {
+            return Ok(());
+        }
+        match self.holders.get_mut(key) {
+            Some(holders) => *holders += 1,
+            None => {
+                self.holders.insert(key.to_string(), 1);
+            }
+        }
+        let largest = match self.largest.get_mut(key) {
+            Some(largest) => largest,
+            None => self.largest.entry(key.to_string()).or_default(),
+        };
+        if largest.len() == LARGEST_SHOWN && largest.last().is_some_and(|(last, _)| q < *last) {
+            return Ok(());
+        }
+        let label = holder();
+        let ahead = |(other, other_label): &(Quantity, String)| {
+            *other > q || (*other == q && *other_label <= label)
+        };
+        let at = largest.partition_point(ahead);
+        if at < LARGEST_SHOWN {
+            largest.insert(at, (q, label));
+            largest.truncate(LARGEST_SHOWN);
         }
         Ok(())
     }
@@ -39,6 +72,11 @@ impl Usage {
             self.reserved.get(key),
             self.holders.get(key).copied().unwrap_or(0),
         )
+    }
+
+    /// The largest holders of `key`.
+    pub fn largest(&self, key: &str) -> &[(Quantity, String)] {
+        self.largest.get(key).map_or(&[], Vec::as_slice)
     }
 }
 
@@ -53,6 +91,34 @@ pub fn growth(new: &Resources, old: Option<&Resources>) -> Vec<(String, Quantity
         .collect()
 }
 
+/// One check of one key of one pool, as the decision log records it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub pool: String,
+    pub key: String,
+    pub budget: Quantity,
+    pub carved: Quantity,
+    /// What the pool holds besides the write (for a Tenant write: its load after it).
+    pub reserved: Quantity,
+    /// How much the write adds to the pool.
+    pub growth: Quantity,
+    pub fits: bool,
+}
+
+impl Record {
+    pub fn of(standing: &Standing<'_>, growth: Quantity, fits: bool) -> Record {
+        Record {
+            pool: standing.pool.to_string(),
+            key: standing.key.to_string(),
+            budget: standing.budget,
+            carved: standing.carved.total,
+            reserved: standing.reserved.0,
+            growth,
+            fits,
+        }
+    }
+}
+
 /// One key of one pool as a check reads it.
 #[derive(Clone, Copy, Debug)]
 pub struct Standing<'a> {
@@ -62,6 +128,8 @@ pub struct Standing<'a> {
     pub carved: Carved,
     /// What the pool's applications reserve (the one written excluded), and how many hold it.
     pub reserved: (Quantity, usize),
+    /// The largest of them.
+    pub largest: &'a [(Quantity, String)],
 }
 
 /// An application's write of `wanted` (`growth` more than before; `update`: it existed): the
@@ -78,13 +146,14 @@ pub fn application_violation(
         budget,
         carved,
         reserved: (reserved, _),
+        ..
     } = *standing;
     // i128 nano-units: these sums of validated quantities cannot overflow in practice, and
     // if they ever did the write is refused rather than admitted.
-    let fits = budget
+    let over = budget
         .checked_sub(carved.total)
-        .and_then(|limit| reserved.checked_add(wanted).map(|total| total <= limit));
-    if fits == Some(true) {
+        .and_then(|limit| reserved.checked_add(wanted)?.checked_sub(limit));
+    if over.is_some_and(|over| !over.is_positive()) {
         return None;
     }
     let what = if update {
@@ -96,13 +165,26 @@ pub fn application_violation(
     } else {
         format!("{key} {}", show(key, wanted))
     };
-    Some(format!("{what} exceeds pool {pool}: {}", figures(standing)))
+    Some(format!(
+        "{what} exceeds pool {pool}{}: {}",
+        by(key, over),
+        figures(standing)
+    ))
+}
+
+/// ` by N`, how far past its budget the write takes the pool.
+fn by(key: &str, over: Option<Quantity>) -> String {
+    match over {
+        Some(over) => format!(" by {}", show(key, over)),
+        None => String::new(),
+    }
 }
 
 /// A Tenant declaration, on one key of a pool above it.
 #[derive(Clone, Copy, Debug)]
 pub struct Declaration<'a> {
-    /// The pool after the write: the other carve-outs, and the reservations of its members.
+    /// The pool after the write: the other carve-outs, and the reservations of its member
+    /// applications (the modules apart).
     pub after: Standing<'a>,
     /// The pool's load before the write: carve-outs and reservations.
     pub load_before: Quantity,
@@ -114,20 +196,28 @@ pub struct Declaration<'a> {
     pub modules: Option<(&'a str, Quantity)>,
 }
 
+impl Declaration<'_> {
+    /// The pool's load after the write: carve-outs, reservations, the child's declaration
+    /// and the modules that land in the pool.
+    pub fn load_after(&self) -> Option<Quantity> {
+        let modules = self.modules.map_or(Quantity::ZERO, |(_, q)| q);
+        [
+            self.after.carved.total,
+            self.after.reserved.0,
+            self.declared.unwrap_or(Quantity::ZERO),
+            modules,
+        ]
+        .into_iter()
+        .try_fold(Quantity::ZERO, Quantity::checked_add)
+    }
+}
+
 /// The violation of a declaration that makes its pool's load grow past the budget.
 pub fn declaration_violation(d: &Declaration<'_>) -> Result<Option<String>, Overflow> {
     let Standing {
-        pool,
-        key,
-        budget,
-        carved,
-        reserved: (reserved, _),
+        pool, key, budget, ..
     } = d.after;
-    let load_after = carved
-        .total
-        .checked_add(reserved)
-        .and_then(|l| l.checked_add(d.declared.unwrap_or(Quantity::ZERO)))
-        .ok_or(Overflow)?;
+    let load_after = d.load_after().ok_or(Overflow)?;
     if load_after <= d.load_before || load_after <= budget {
         return Ok(None);
     }
@@ -150,7 +240,8 @@ pub fn declaration_violation(d: &Declaration<'_>) -> Result<Option<String>, Over
         }
     };
     Ok(Some(format!(
-        "{what} exceeds pool {pool}: {}",
+        "{what} exceeds pool {pool}{}: {}",
+        by(key, load_after.checked_sub(budget)),
         figures(&d.after)
     )))
 }
@@ -233,6 +324,7 @@ pub fn figures(standing: &Standing<'_>) -> String {
         budget,
         carved,
         reserved: (reserved, holders),
+        largest,
         ..
     } = *standing;
     let mut figures = vec![format!("budget {}", show(key, budget))];
@@ -244,11 +336,19 @@ pub fn figures(standing: &Standing<'_>) -> String {
             plural(carved.by)
         ));
     }
-    figures.push(format!(
+    let mut held = format!(
         "reserved {} by {holders} application{}",
         show(key, reserved),
         plural(holders)
-    ));
+    );
+    if !largest.is_empty() {
+        let named: Vec<String> = largest
+            .iter()
+            .map(|(q, label)| format!("{label} {}", show(key, *q)))
+            .collect();
+        held.push_str(&format!(" (largest: {})", named.join(", ")));
+    }
+    figures.push(held);
     let available = budget
         .checked_sub(carved.total)
         .and_then(|l| l.checked_sub(reserved))
@@ -285,6 +385,7 @@ mod tests {
             budget: q(budget),
             carved: Carved::default(),
             reserved: (q(reserved.0), reserved.1),
+            largest: &[],
         }
     }
 
@@ -297,7 +398,7 @@ mod tests {
         );
         assert_eq!(
             application_violation(&memory, q("8Gi"), q("8Gi"), false).unwrap(),
-            "memory 8Gi exceeds pool tenant-foo: budget 16Gi, reserved 12Gi by 3 applications, available 4Gi"
+            "memory 8Gi exceeds pool tenant-foo by 4Gi: budget 16Gi, reserved 12Gi by 3 applications, available 4Gi"
         );
         let cpu = Standing {
             carved: Carved {
@@ -308,7 +409,7 @@ mod tests {
         };
         assert_eq!(
             application_violation(&cpu, q("1"), q("1"), false).unwrap(),
-            "cpu 1 exceeds pool tenant-a: budget 8, 4 carved out by 1 sub-tenant, reserved 3500m by 1 application, available 500m"
+            "cpu 1 exceeds pool tenant-a by 500m: budget 8, 4 carved out by 1 sub-tenant, reserved 3500m by 1 application, available 500m"
         );
     }
 
@@ -318,13 +419,39 @@ mod tests {
         let cpu = standing("tenant-foo", "cpu", "4", ("6", 1));
         assert_eq!(
             application_violation(&cpu, q("3"), q("1"), true).unwrap(),
-            "cpu grows by 1 to 3, which exceeds pool tenant-foo: budget 4, reserved 6 by 1 application, available 0 (over budget by 2)"
+            "cpu grows by 1 to 3, which exceeds pool tenant-foo by 5: budget 4, reserved 6 by 1 application, available 0 (over budget by 2)"
         );
         let zero = standing("tenant-z", "cpu", "0", ("0", 0));
         assert!(
             application_violation(&zero, q("1m"), q("1m"), false)
                 .unwrap()
-                .contains("cpu 1m exceeds pool tenant-z: budget 0")
+                .contains("cpu 1m exceeds pool tenant-z by 1m: budget 0")
+        );
+    }
+
+    #[test]
+    fn the_largest_holders_are_named() {
+        let mut usage = Usage::default();
+        for (label, size) in [
+            ("a", "1Gi"),
+            ("b", "8Gi"),
+            ("c", "4Gi"),
+            ("d", "4Gi"),
+            ("e", "2Gi"),
+        ] {
+            usage.add_key("memory", q(size), || label.into()).unwrap();
+        }
+        usage
+            .add_key("memory", Quantity::ZERO, || "zero".into())
+            .unwrap();
+        assert_eq!(usage.of("memory"), (q("19Gi"), 5));
+        let standing = Standing {
+            largest: usage.largest("memory"),
+            ..standing("tenant-foo", "memory", "16Gi", ("19Gi", 5))
+        };
+        assert_eq!(
+            application_violation(&standing, q("1Gi"), q("1Gi"), false).unwrap(),
+            "memory 1Gi exceeds pool tenant-foo by 4Gi: budget 16Gi, reserved 19Gi by 5 applications (largest: b 8Gi, c 4Gi, d 4Gi), available 0 (over budget by 3Gi)"
         );
     }
 
@@ -364,7 +491,7 @@ mod tests {
         };
         assert_eq!(
             declaration_violation(&d).unwrap().unwrap(),
-            "cpu grows by 4 to 6, which exceeds pool tenant-a: budget 10, 4 carved out by 1 sub-tenant, reserved 2 by 2 applications, available 4"
+            "cpu grows by 4 to 6, which exceeds pool tenant-a by 2: budget 10, 4 carved out by 1 sub-tenant, reserved 2 by 2 applications, available 4"
         );
         let within = Declaration {
             declared: Some(q("4")),
@@ -391,13 +518,13 @@ mod tests {
             load_before: q("8"),
             modules: Some(("Etcd tenant-a-x/etcd", q("3500m"))),
             after: Standing {
-                reserved: (q("9"), 3),
+                reserved: (q("5500m"), 2),
                 ..after
             },
         };
         assert_eq!(
             declaration_violation(&switched_on).unwrap().unwrap(),
-            "cpu: the modules it switches on (Etcd tenant-a-x/etcd) reserve 3500m, which exceeds pool tenant-a: budget 10, 4 carved out by 1 sub-tenant, reserved 9 by 3 applications, available 0 (over budget by 3)"
+            "cpu: the modules it switches on (Etcd tenant-a-x/etcd) reserve 3500m, which exceeds pool tenant-a by 3: budget 10, 4 carved out by 1 sub-tenant, reserved 5500m by 2 applications, available 500m"
         );
         assert!(
             declaration_violation(&dropped)

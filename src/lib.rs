@@ -44,7 +44,38 @@ pub extern "C" fn wapc_init() {
 }
 
 fn validate(payload: &[u8]) -> CallResult {
-    respond(validate_payload(payload, &cluster::host::Host))
+    let verdict = validate_payload(payload, &cluster::host::Host);
+    log_decision(&verdict);
+    respond(verdict)
+}
+
+/// One structured record per check made (and one for a verdict reached without any), sent
+/// to the host's log: visible under `kwctl run` and in policy-server's log.
+fn log_decision(verdict: &Verdict) {
+    use kubewarden_policy_sdk::logging::KubewardenDrain;
+    use slog::{Logger, info, o};
+    use std::sync::OnceLock;
+    static LOG: OnceLock<Logger> = OnceLock::new();
+    let log = LOG
+        .get_or_init(|| Logger::root(KubewardenDrain::new(), o!("policy" => "tenant-reservation")));
+    let subject = verdict.subject.as_deref().unwrap_or("");
+    let message = verdict.message.as_deref().unwrap_or("");
+    if verdict.records.is_empty() {
+        info!(log, "decision"; "subject" => subject, "allowed" => verdict.allowed, "message" => message);
+    }
+    for r in &verdict.records {
+        info!(log, "decision";
+            "subject" => subject,
+            "pool" => &r.pool,
+            "key" => &r.key,
+            "budget" => keys::show(&r.key, r.budget),
+            "carved" => keys::show(&r.key, r.carved),
+            "reserved" => keys::show(&r.key, r.reserved),
+            "growth" => keys::show(&r.key, r.growth),
+            "fits" => r.fits,
+            "allowed" => verdict.allowed,
+        );
+    }
 }
 
 /// Decides a raw `validate` payload against `k8s`: the whole policy, minus the waPC wiring.

@@ -26,7 +26,7 @@ fn create_that_fits_is_accepted_and_one_that_does_not_is_explained() {
     assert!(!over.allowed);
     assert_eq!(
         message(&over),
-        "VMInstance tenant-foo/db1: memory 32Gi exceeds pool tenant-foo: budget 32Gi, reserved 16Gi by 3 applications, available 16Gi"
+        "VMInstance tenant-foo/db1: memory 32Gi exceeds pool tenant-foo by 16Gi: budget 32Gi, reserved 16Gi by 3 applications (largest: VMInstance tenant-foo/vm3 8Gi, VMInstance tenant-foo/vm1 4Gi, VMInstance tenant-foo/vm2 4Gi), available 16Gi"
     );
 }
 
@@ -43,7 +43,7 @@ fn update_checks_growth_only() {
     );
     assert_eq!(
         message(&grow),
-        "VMInstance tenant-foo/vm1: memory grows by 28Gi to 32Gi, which exceeds pool tenant-foo: budget 32Gi, reserved 12Gi by 2 applications, available 20Gi"
+        "VMInstance tenant-foo/vm1: memory grows by 28Gi to 32Gi, which exceeds pool tenant-foo by 12Gi: budget 32Gi, reserved 12Gi by 2 applications (largest: VMInstance tenant-foo/vm3 8Gi, VMInstance tenant-foo/vm2 4Gi), available 20Gi"
     );
     let ok = update(
         &k8s,
@@ -138,8 +138,7 @@ fn nested_tenants_carve_out_and_unbounded_children_share() {
     );
     assert_eq!(
         message(&over),
-        "VMInstance tenant-a-b/vm: cpu 4 exceeds pool tenant-a: budget 10, 4 carved out by 1 sub-tenant, reserved 4 by 1 application, available 2; \
-         memory 16Gi exceeds pool tenant-a: budget 40Gi, 16Gi carved out by 1 sub-tenant, reserved 16Gi by 1 application, available 8Gi"
+        "VMInstance tenant-a-b/vm: cpu 4 exceeds pool tenant-a by 2: budget 10, 4 carved out by 1 sub-tenant, reserved 4 by 1 application (largest: Postgres tenant-a-b/pg 4), available 2; memory 16Gi exceeds pool tenant-a by 8Gi: budget 40Gi, 16Gi carved out by 1 sub-tenant, reserved 16Gi by 1 application (largest: Postgres tenant-a-b/pg 16Gi), available 8Gi"
     );
     // The bounded child is its own pool: 4 cpu, its big VM already takes 8.
     let child = create(
@@ -293,7 +292,7 @@ fn a_missing_spec_is_charged_at_the_defaults() {
     let v = validate_payload(&serde_json::to_vec(&request).unwrap(), &k8s);
     assert_eq!(
         message(&v),
-        "VMInstance tenant-foo/vm: memory 4Gi exceeds pool tenant-foo: budget 2Gi, reserved 0 by 0 applications, available 2Gi"
+        "VMInstance tenant-foo/vm: memory 4Gi exceeds pool tenant-foo by 2Gi: budget 2Gi, reserved 0 by 0 applications, available 2Gi"
     );
 }
 
@@ -310,4 +309,43 @@ fn a_definition_with_a_broken_schema_is_refused_by_name() {
     let k8s = Fixture::new(objects);
     let v = create(&k8s, "VMDisk", "tenant-foo", "d", json!({}));
     assert!(message(&v).starts_with("VMDisk tenant-foo/d cannot be evaluated: ApplicationDefinition vm-disk: spec.application.openAPISchema is not valid JSON"), "{v:?}");
+}
+
+#[test]
+fn hundreds_of_broken_siblings_still_give_a_bounded_answer() {
+    let broken: Vec<Value> = (0..300)
+        .map(|i| {
+            application(
+                "VMInstance",
+                "tenant-foo",
+                &format!("old{i:03}"),
+                json!({"instanceType": format!("gone.{i}")}),
+            )
+        })
+        .collect();
+    let k8s = foo_pool(broken);
+    let deny = create(&k8s, "VMDisk", "tenant-foo", "d", json!({}));
+    let message = message(&deny);
+    assert!(
+        message.starts_with("VMDisk tenant-foo/d: pool tenant-foo cannot be checked, 300 other objects cannot be evaluated (siblingFailure: deny): VMInstance tenant-foo/old000: spec.instanceType: instance type \"gone.0\" does not exist; "),
+        "{message}"
+    );
+    assert!(message.ends_with("; +297 more"), "{message}");
+    assert!(message.len() < 1024, "{} bytes", message.len());
+
+    let warn = with_settings(
+        &k8s,
+        json!({"siblingFailure": "warn"}),
+        "VMDisk",
+        "tenant-foo",
+        "d",
+        json!({}),
+    );
+    assert!(warn.allowed, "{warn:?}");
+    assert_eq!(warn.warnings.len(), 4, "{:?}", warn.warnings);
+    assert_eq!(
+        warn.warnings[3],
+        "counted as zero in pool tenant-foo: 297 more that cannot be evaluated"
+    );
+    assert!(warn.warnings.iter().all(|w| w.chars().count() <= 256));
 }

@@ -440,7 +440,7 @@ fn a_five_megabyte_sibling_is_charged() {
     assert_eq!(
         v.message.as_deref(),
         Some(
-            "VMDisk tenant-foo/d: storage 11Gi exceeds pool tenant-foo: budget 100Gi, reserved 90Gi by 2 applications, available 10Gi"
+            "VMDisk tenant-foo/d: storage 11Gi exceeds pool tenant-foo by 1Gi: budget 100Gi, reserved 90Gi by 2 applications (largest: VMDisk tenant-foo/fat 70Gi, Postgres tenant-foo/pg1 20Gi), available 10Gi"
         )
     );
 }

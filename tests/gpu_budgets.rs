@@ -117,11 +117,10 @@ fn gpu_budgets_are_enforced_per_class_and_over_all_classes() {
     let v = gpu_create(&k8s, "b", json!({"gpus": [{"name": A10}, {"name": A10}]}));
     assert_eq!(
         message(&v),
-        "VMInstance tenant-ml/b: a10.gpuclass.cozystack.io/devices 2 exceeds pool tenant-ml: budget 2, reserved 1 by 1 application, available 1; \
-         gpuclass.cozystack.io/devices 2 exceeds pool tenant-ml: budget 3, reserved 2 by 2 applications, available 1"
+        "VMInstance tenant-ml/b: a10.gpuclass.cozystack.io/devices 2 exceeds pool tenant-ml by 1: budget 2, reserved 1 by 1 application (largest: VMInstance tenant-ml/train 1), available 1; gpuclass.cozystack.io/devices 2 exceeds pool tenant-ml by 1: budget 3, reserved 2 by 2 applications (largest: VMInstance tenant-ml/other 1, VMInstance tenant-ml/train 1), available 1"
     );
     let v = gpu_create(&k8s, "c", json!({"gpus": [{"class": "h100", "count": 2}]}));
-    assert!(message(&v).starts_with("VMInstance tenant-ml/c: gpuclass.cozystack.io/devices 2 exceeds pool tenant-ml: budget 3"), "{v:?}");
+    assert!(message(&v).starts_with("VMInstance tenant-ml/c: gpuclass.cozystack.io/devices 2 exceeds pool tenant-ml by 1: budget 3"), "{v:?}");
 }
 
 #[test]
@@ -159,7 +158,7 @@ fn a_gpu_shrink_passes_in_an_over_budget_pool() {
     );
     assert!(
         message(&grow).contains(
-            "gpuclass.cozystack.io/devices grows by 1 to 4, which exceeds pool tenant-ml: budget 1"
+            "gpuclass.cozystack.io/devices grows by 1 to 4, which exceeds pool tenant-ml by "
         ),
         "{grow:?}"
     );

@@ -23,8 +23,9 @@ fn the_real_root_release_bounds_tenant_root() {
     );
     let v = vm(&cluster(vec![root]), "tenant-root");
     assert!(
-        message(&v)
-            .starts_with("VMInstance tenant-root/vm: cpu 1 exceeds pool tenant-root: budget 0"),
+        message(&v).starts_with(
+            "VMInstance tenant-root/vm: cpu 1 exceeds pool tenant-root by 1: budget 0"
+        ),
         "{v:?}"
     );
 }
@@ -42,7 +43,7 @@ fn a_release_without_the_name_label_is_placed_by_its_name() {
     let v = vm(&k8s, "tenant-foo");
     assert!(
         message(&v).starts_with(
-            "VMInstance tenant-foo/vm: memory 4Gi exceeds pool tenant-foo: budget 1Gi"
+            "VMInstance tenant-foo/vm: memory 4Gi exceeds pool tenant-foo by 3Gi: budget 1Gi"
         ),
         "{v:?}"
     );

@@ -37,8 +37,7 @@ fn a_child_tenant_must_fit_in_its_parents_pool() {
     );
     assert_eq!(
         message(&over),
-        "Tenant tenant-a/y: cpu 6 exceeds pool tenant-a: budget 10, 4 carved out by 1 sub-tenant, reserved 1 by 1 application, available 5; \
-         memory 29Gi exceeds pool tenant-a: budget 40Gi, 8Gi carved out by 1 sub-tenant, reserved 4Gi by 1 application, available 28Gi"
+        "Tenant tenant-a/y: cpu 6 exceeds pool tenant-a by 1: budget 10, 4 carved out by 1 sub-tenant, reserved 1 by 1 application (largest: VMInstance tenant-a/vm 1), available 5; memory 29Gi exceeds pool tenant-a by 1Gi: budget 40Gi, 8Gi carved out by 1 sub-tenant, reserved 4Gi by 1 application (largest: VMInstance tenant-a/vm 4Gi), available 28Gi"
     );
 }
 
@@ -117,7 +116,7 @@ fn the_applications_of_a_child_becoming_bounded_leave_the_parent_pool() {
     );
     assert!(v.allowed, "{v:?}");
     let v = tenant_write(&k8s, "tenant-a", "c", json!({"memory": "16Gi"}), None);
-    assert!(message(&v).contains("memory 16Gi exceeds pool tenant-a: budget 48Gi, reserved 40Gi by 1 application, available 8Gi"), "{v:?}");
+    assert!(message(&v).contains("memory 16Gi exceeds pool tenant-a by 8Gi: budget 48Gi, reserved 40Gi by 1 application (largest: Postgres tenant-a-b/pg 40Gi), available 8Gi"), "{v:?}");
 }
 
 #[test]
@@ -241,7 +240,7 @@ fn a_bounded_child_stays_in_its_parents_pool_for_the_keys_it_does_not_bound() {
     );
     assert_eq!(
         message(&v),
-        "VMInstance tenant-a-y/big: memory 16Gi exceeds pool tenant-a: budget 16Gi, reserved 8Gi by 1 application, available 8Gi"
+        "VMInstance tenant-a-y/big: memory 16Gi exceeds pool tenant-a by 8Gi: budget 16Gi, reserved 8Gi by 1 application (largest: VMInstance tenant-a/vm 8Gi), available 8Gi"
     );
     let v = create(
         &k8s,
@@ -288,7 +287,7 @@ fn a_child_dropping_a_key_brings_what_it_holds_back_into_the_parent_pool() {
     );
     assert_eq!(
         message(&v),
-        "VMInstance tenant-a/more: memory 16Gi exceeds pool tenant-a: budget 16Gi, reserved 8Gi by 1 application, available 8Gi"
+        "VMInstance tenant-a/more: memory 16Gi exceeds pool tenant-a by 8Gi: budget 16Gi, reserved 8Gi by 1 application (largest: VMInstance tenant-a-x/vm 8Gi), available 8Gi"
     );
     // An overcommitted child (declares 4Gi, holds 8Gi) dropping memory grows a's load.
     let mut crowded = objects(json!({"cpu": "4", "memory": "4Gi"}));
@@ -308,7 +307,7 @@ fn a_child_dropping_a_key_brings_what_it_holds_back_into_the_parent_pool() {
     );
     assert_eq!(
         message(&v),
-        "Tenant tenant-a/x: memory is no longer declared: what its namespaces hold returns to the pool, which exceeds pool tenant-a: \
-         budget 16Gi, reserved 24Gi by 2 applications, available 0 (over budget by 8Gi)"
+        "Tenant tenant-a/x: memory is no longer declared: what its namespaces hold returns to the pool, which exceeds pool tenant-a by 8Gi: \
+         budget 16Gi, reserved 24Gi by 2 applications (largest: VMInstance tenant-a/vm 16Gi, VMInstance tenant-a-x/vm 8Gi), available 0 (over budget by 8Gi)"
     );
 }

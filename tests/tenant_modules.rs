@@ -70,8 +70,7 @@ fn a_module_that_lands_in_the_parent_pool_must_fit_there() {
     );
     assert_eq!(
         message(&monitoring),
-        "Tenant tenant-a/y: cpu: the modules it switches on (Monitoring tenant-a-y/monitoring) reserve 20, which exceeds pool tenant-a: budget 10, 4 carved out by 1 sub-tenant, reserved 21 by 2 applications, available 0 (over budget by 15); \
-         memory: the modules it switches on (Monitoring tenant-a-y/monitoring) reserve 32Gi, which exceeds pool tenant-a: budget 40Gi, 8Gi carved out by 1 sub-tenant, reserved 36Gi by 2 applications, available 0 (over budget by 4Gi)"
+        "Tenant tenant-a/y: cpu: the modules it switches on (Monitoring tenant-a-y/monitoring) reserve 20, which exceeds pool tenant-a by 15: budget 10, 4 carved out by 1 sub-tenant, reserved 1 by 1 application (largest: VMInstance tenant-a/vm 1), available 5; memory: the modules it switches on (Monitoring tenant-a-y/monitoring) reserve 32Gi, which exceeds pool tenant-a by 4Gi: budget 40Gi, 8Gi carved out by 1 sub-tenant, reserved 4Gi by 1 application (largest: VMInstance tenant-a/vm 4Gi), available 28Gi"
     );
 }
 
@@ -181,7 +180,7 @@ fn a_module_that_cannot_be_evaluated_never_refuses_a_write() {
     assert_eq!(
         v.warnings,
         [
-            "counted as zero in pool tenant-a: Monitoring tenant-a/monitoring: ApplicationDefinition monitoring declares no spec.reservation, the reservations setting has no block for Monitoring, and Monitoring is not in the exemptKinds setting (a tenant module, never a reason to refuse a write)"
+            "tenant module counted as zero in pool tenant-a: Monitoring tenant-a/monitoring: ApplicationDefinition monitoring declares no spec.reservation, the reservations setting has no block for Monitoring, and Monitoring is not in the exemptKinds setting"
         ]
     );
     // Switching one on is not refused for it either, and says so.

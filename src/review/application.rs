@@ -1,9 +1,9 @@
 //! The application gate: a write of any kind but Tenant is charged by its definition, and
 //! each key it grows must fit in that key's pool.
 
-use super::{Outcome, Refusal, Subject, tenancy};
+use super::{Notes, Outcome, Refusal, Subject, tenancy};
 use crate::context::Context;
-use crate::decision::{self, Standing};
+use crate::decision::{self, Record, Standing};
 use crate::keys::show;
 use crate::pool::Pool;
 use crate::resources::Resources;
@@ -11,10 +11,10 @@ use crate::resources::Resources;
 pub(super) fn check(
     subject: &Subject<'_>,
     context: &Context<'_>,
-    warnings: &mut Vec<String>,
+    notes: &mut Notes,
 ) -> Result<(), Refusal> {
     let label = subject.label();
-    let tenancy = tenancy(context, subject, warnings)?;
+    let tenancy = tenancy(context, subject, &mut notes.warnings)?;
     if tenancy.pool_root(subject.namespace).is_none()
         || context.settings.exempt_kinds.contains(subject.kind)
     {
@@ -39,7 +39,7 @@ pub(super) fn check(
         Some(Ok(Some(old))) => Some(old),
         Some(Err(e)) => {
             // Charged as if it were new: the safe reading of an unknown previous size.
-            warnings.push(format!(
+            notes.warnings.push(format!(
                 "{label}: the previous version cannot be evaluated ({e}); the whole new reservation is checked"
             ));
             Some(Resources::new())
@@ -100,13 +100,14 @@ pub(super) fn check(
             budget: *budget,
             carved,
             reserved: usage.of(&pool.key),
+            largest: usage.largest(&pool.key),
         };
-        violations.extend(decision::application_violation(
-            &standing,
-            new.get(&pool.key),
-            *delta,
-            old.is_some(),
-        ));
+        let violation =
+            decision::application_violation(&standing, new.get(&pool.key), *delta, old.is_some());
+        notes
+            .records
+            .push(Record::of(&standing, *delta, violation.is_none()));
+        violations.extend(violation);
     }
     problems.extend(sibling.applications);
     Outcome {
@@ -116,5 +117,5 @@ pub(super) fn check(
         modules: sibling.modules,
         violations,
     }
-    .conclude(context.settings, warnings)
+    .conclude(context.settings, notes)
 }

@@ -17,6 +17,7 @@ use crate::charge::ChargeError;
 use crate::charge::values::describe;
 use crate::cluster::{Application, Kubernetes};
 use crate::context::{Context, ContextError};
+use crate::decision::Record;
 use crate::keys::{GROUP, TENANT_KIND, plural};
 use crate::pool::Tenancy;
 use crate::settings::{Settings, SiblingFailure};
@@ -27,6 +28,10 @@ pub struct Verdict {
     pub allowed: bool,
     pub message: Option<String>,
     pub warnings: Vec<String>,
+    /// What was written (`VMInstance tenant-foo/db1`), when the request got that far.
+    pub subject: Option<String>,
+    /// The checks made, for the decision log.
+    pub records: Vec<Record>,
 }
 
 impl Verdict {
@@ -34,7 +39,9 @@ impl Verdict {
         Verdict {
             allowed: true,
             message: None,
-            warnings,
+            warnings: bounded(warnings),
+            subject: None,
+            records: Vec::new(),
         }
     }
 
@@ -42,18 +49,65 @@ impl Verdict {
         Verdict {
             allowed: false,
             message: Some(message),
-            warnings,
+            warnings: bounded(warnings),
+            subject: None,
+            records: Vec::new(),
         }
     }
 
-    /// The verdict of a gate: accepted unless it refused, with the warnings it gathered.
-    fn of(gate: impl FnOnce(&mut Vec<String>) -> Result<(), Refusal>) -> Self {
-        let mut warnings = Vec::new();
-        match gate(&mut warnings) {
-            Ok(()) => Verdict::accept(warnings),
-            Err(refusal) => Verdict::reject(refusal.to_string(), warnings),
-        }
+    /// The verdict of a gate: accepted unless it refused, with what it noted.
+    fn of(gate: impl FnOnce(&mut Notes) -> Result<(), Refusal>) -> Self {
+        let mut notes = Notes::default();
+        let mut verdict = match gate(&mut notes) {
+            Ok(()) => Verdict::accept(notes.warnings),
+            Err(refusal) => Verdict::reject(refusal.to_string(), notes.warnings),
+        };
+        verdict.subject = notes.subject;
+        verdict.records = notes.records;
+        verdict
     }
+}
+
+/// What a gate notes beside its verdict: warnings, what was written, and the checks it made.
+#[derive(Default)]
+pub(crate) struct Notes {
+    pub warnings: Vec<String>,
+    pub subject: Option<String>,
+    pub records: Vec<Record>,
+}
+
+/// Kubernetes cuts each warning at 256 characters and drops the warnings past 4 KiB in all.
+const WARNING_CHARS: usize = 256;
+const WARNINGS_BYTES: usize = 4096;
+
+/// The warnings as Kubernetes can carry them: each cut to its limit (ending in `…`), and
+/// those past the total limit summarised as `+N more warnings`.
+fn bounded(warnings: Vec<String>) -> Vec<String> {
+    let total = warnings.len();
+    let mut kept: Vec<String> = Vec::new();
+    let mut bytes = 0;
+    for (index, warning) in warnings.into_iter().enumerate() {
+        let warning = cut(warning, WARNING_CHARS);
+        // Room for this one and, if any follow, for the summary line.
+        let summary = if index + 1 < total { 32 } else { 0 };
+        if bytes + warning.len() + summary > WARNINGS_BYTES {
+            kept.push(format!("+{} more warnings", total - index));
+            return kept;
+        }
+        bytes += warning.len();
+        kept.push(warning);
+    }
+    kept
+}
+
+/// `text` cut to at most `chars` characters, the last one `…` when cut.
+pub(crate) fn cut(text: String, chars: usize) -> String {
+    if text.chars().count() <= chars {
+        return text;
+    }
+    let mut cut: String = text.chars().take(chars - 1).collect();
+    cut.push('…');
+    cut
 }
 
 /// Why a write is refused.
@@ -94,7 +148,7 @@ pub enum Refusal {
     Overflow { subject: String, what: &'static str },
     #[error(
         "{subject}: pool {pools} cannot be checked, {} other object{} cannot be evaluated (siblingFailure: deny): {}",
-        problems.len(), plural(problems.len()), problems.join("; ")
+        problems.len(), plural(problems.len()), summary(problems)
     )]
     Siblings {
         subject: String,
@@ -159,13 +213,14 @@ pub fn review(
             "{}/{} {} is not an {GROUP} application: this policy does not check it",
             request.kind.group, request.kind.version, request.kind.kind
         )]),
-        "CREATE" | "UPDATE" => Verdict::of(|warnings| {
+        "CREATE" | "UPDATE" => Verdict::of(|notes| {
             let subject = subject_of(request)?;
+            notes.subject = Some(subject.label());
             let context = Context::new(settings, k8s).map_err(Refusal::Settings)?;
             if subject.kind == TENANT_KIND {
-                tenant::check(&subject, &context, warnings)
+                tenant::check(&subject, &context, notes)
             } else {
-                application::check(&subject, &context, warnings)
+                application::check(&subject, &context, notes)
             }
         }),
         "DELETE" | "CONNECT" => Verdict::accept(Vec::new()),
@@ -234,6 +289,28 @@ fn spec_of(object: &Map<String, Value>) -> Result<&Value, String> {
     }
 }
 
+/// `[what]counted as zero in pool P: <problem>` for the first few problems, and a count of
+/// the rest. A tenant module (`what`) never refuses a write: the tenant chart made it.
+fn counted_as_zero(what: &str, pools: &str, problems: &[String]) -> Vec<String> {
+    let mut warnings: Vec<String> = problems
+        .iter()
+        .take(PROBLEMS_SHOWN)
+        .map(|p| {
+            format!(
+                "{what}counted as zero in pool {pools}: {}",
+                cut(p.clone(), PROBLEM_CHARS)
+            )
+        })
+        .collect();
+    if problems.len() > PROBLEMS_SHOWN {
+        warnings.push(format!(
+            "{what}counted as zero in pool {pools}: {} more that cannot be evaluated",
+            problems.len() - PROBLEMS_SHOWN
+        ));
+    }
+    warnings
+}
+
 /// The tenant tree for a write in `subject`'s namespace, with a warning for each Tenant
 /// release there that cannot be placed.
 fn tenancy(
@@ -254,6 +331,24 @@ fn tenancy(
     Ok(tenancy)
 }
 
+/// How many problems with other objects a message or the warnings name one by one, and how
+/// long each may be: a pool of hundreds of broken objects still gets a readable answer.
+const PROBLEMS_SHOWN: usize = 3;
+const PROBLEM_CHARS: usize = 200;
+
+/// `a; b; c; +N more`.
+fn summary(problems: &[String]) -> String {
+    let mut shown: Vec<String> = problems
+        .iter()
+        .take(PROBLEMS_SHOWN)
+        .map(|p| cut(p.clone(), PROBLEM_CHARS))
+        .collect();
+    if problems.len() > PROBLEMS_SHOWN {
+        shown.push(format!("+{} more", problems.len() - PROBLEMS_SHOWN));
+    }
+    shown.join("; ")
+}
+
 /// How every gate ends: `siblingFailure` applied to the problems with objects other than the
 /// one under admission (a refusal, or warnings), then the violations, if any.
 struct Outcome<'a> {
@@ -268,12 +363,11 @@ struct Outcome<'a> {
 }
 
 impl Outcome<'_> {
-    fn conclude(self, settings: &Settings, warnings: &mut Vec<String>) -> Result<(), Refusal> {
+    fn conclude(self, settings: &Settings, notes: &mut Notes) -> Result<(), Refusal> {
         let pools: Vec<&str> = self.pools.into_iter().collect();
         let pools = pools.join(", ");
-        warnings.extend(self.modules.iter().map(|m| {
-            format!("counted as zero in pool {pools}: {m} (a tenant module, never a reason to refuse a write)")
-        }));
+        let warnings = &mut notes.warnings;
+        warnings.extend(counted_as_zero("tenant module ", &pools, &self.modules));
         if !self.problems.is_empty() {
             match settings.sibling_failure {
                 SiblingFailure::Deny => {
@@ -283,11 +377,9 @@ impl Outcome<'_> {
                         problems: self.problems,
                     });
                 }
-                SiblingFailure::Warn => warnings.extend(
-                    self.problems
-                        .into_iter()
-                        .map(|p| format!("counted as zero in pool {pools}: {p}")),
-                ),
+                SiblingFailure::Warn => {
+                    warnings.extend(counted_as_zero("", &pools, &self.problems))
+                }
             }
         }
         if self.violations.is_empty() {
@@ -298,5 +390,33 @@ impl Outcome<'_> {
                 violations: self.violations,
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_fit_what_kubernetes_carries() {
+        let long = "w".repeat(300);
+        let warnings = bounded(vec![long.clone(); 40]);
+        assert!(warnings.iter().all(|w| w.chars().count() <= WARNING_CHARS));
+        assert!(warnings[0].ends_with('…'));
+        let total: usize = warnings.iter().map(String::len).sum();
+        assert!(total <= WARNINGS_BYTES, "{total}");
+        let last = warnings.last().unwrap();
+        assert_eq!(
+            last,
+            &format!("+{} more warnings", 40 - (warnings.len() - 1))
+        );
+        let few = vec!["a".to_string(), "é".repeat(300)];
+        let kept = bounded(few);
+        assert_eq!(kept[0], "a");
+        assert_eq!(
+            kept[1].chars().count(),
+            WARNING_CHARS,
+            "cut on characters, not bytes"
+        );
     }
 }

@@ -31,14 +31,6 @@ impl Modules {
         self.total.get(key)
     }
 
-    /// How many of them reserve `key`.
-    pub fn holders(&self, key: &str) -> usize {
-        self.parts
-            .iter()
-            .filter(|(_, r)| r.get(key).is_positive())
-            .count()
-    }
-
     /// The modules that reserve `key`, for messages.
     pub fn names(&self, key: &str) -> String {
         let names: Vec<&str> = self

@@ -14,9 +14,9 @@
 use std::collections::BTreeSet;
 
 use super::modules::{Modules, switched_on};
-use super::{Outcome, Refusal, Subject, tenancy};
+use super::{Notes, Outcome, Refusal, Subject, tenancy};
 use crate::context::Context;
-use crate::decision::{self, Declaration, Holding, Standing};
+use crate::decision::{self, Declaration, Holding, Record, Standing};
 use crate::keys::{
     GPU_ALL_CLASSES, GPU_CLASS_SUFFIX, TENANT_KIND, in_gpu_domain, is_gpu_budget_key,
 };
@@ -26,7 +26,7 @@ use crate::quantity::Quantity;
 pub(super) fn check(
     subject: &Subject<'_>,
     context: &Context<'_>,
-    warnings: &mut Vec<String>,
+    notes: &mut Notes,
 ) -> Result<(), Refusal> {
     let label = subject.label();
     let declaration = |problems| Refusal::Declaration {
@@ -57,7 +57,7 @@ pub(super) fn check(
     let owns = owned_namespace(subject.name, subject.namespace);
     // The root tenant has no pool above it; only its modules are checked, in its own pools.
     let is_root = owns == subject.namespace;
-    let before = tenancy(context, subject, warnings)?;
+    let before = tenancy(context, subject, &mut notes.warnings)?;
     let aliases = &context.settings.quota_key_aliases;
     let new = Budget::from_declared(&declared, aliases);
     let old = subject.old_values.map(|old| {
@@ -70,7 +70,7 @@ pub(super) fn check(
             .and_then(|r| before.owner(r))
         && let Some(warning) = before.overcommit(root)
     {
-        warnings.push(warning);
+        notes.warnings.push(warning);
     }
     let tenant_kind = context
         .governing(TENANT_KIND)
@@ -130,7 +130,7 @@ pub(super) fn check(
         })
         .collect();
     if parents.is_empty() && own.is_empty() {
-        warnings.extend(modules.unevaluable);
+        notes.warnings.extend(modules.unevaluable);
         return Ok(());
     }
 
@@ -180,13 +180,6 @@ pub(super) fn check(
             .checked_add(usage_before.reserved.get(key))
             .and_then(|l| l.checked_add(landed_before))
             .ok_or_else(|| overflow("reservations"))?;
-        let (reserved, mut holders) = usage_after.of(key);
-        let reserved = reserved
-            .checked_add(landed)
-            .ok_or_else(|| overflow("reservations"))?;
-        if landed.is_positive() {
-            holders += modules.holders(key);
-        }
         let module_names = modules.names(key);
         let declaration = Declaration {
             after: Standing {
@@ -194,7 +187,8 @@ pub(super) fn check(
                 key,
                 budget: *budget,
                 carved: others,
-                reserved: (reserved, holders),
+                reserved: usage_after.of(key),
+                largest: usage_after.largest(key),
             },
             load_before,
             declared: new.get(key),
@@ -203,9 +197,18 @@ pub(super) fn check(
                 .is_positive()
                 .then_some((module_names.as_str(), landed)),
         };
-        violations.extend(
-            decision::declaration_violation(&declaration).map_err(|_| overflow("reservations"))?,
-        );
+        let violation =
+            decision::declaration_violation(&declaration).map_err(|_| overflow("reservations"))?;
+        let load_after = declaration
+            .load_after()
+            .ok_or_else(|| overflow("reservations"))?;
+        let growth = load_after
+            .checked_sub(load_before)
+            .unwrap_or(Quantity::ZERO);
+        notes
+            .records
+            .push(Record::of(&declaration.after, growth, violation.is_none()));
+        violations.extend(violation);
     }
     for (own_pool, hands_back) in &own {
         let key = own_pool.key.as_str();
@@ -223,8 +226,18 @@ pub(super) fn check(
             modules: (modules.of(key), module_names.as_str()),
             hands_back: *hands_back,
         };
-        violations
-            .extend(decision::handback_violation(&holding).map_err(|_| overflow("reservations"))?);
+        let violation =
+            decision::handback_violation(&holding).map_err(|_| overflow("reservations"))?;
+        notes.records.push(Record {
+            pool: own_pool.name().to_string(),
+            key: key.to_string(),
+            budget: holding.declared,
+            carved: holding.sub_tenants,
+            reserved: holding.reserved.0,
+            growth: holding.modules.0,
+            fits: violation.is_none(),
+        });
+        violations.extend(violation);
     }
     let mut problems = unevaluable.applications;
     problems.extend(unreadable);
@@ -243,5 +256,5 @@ pub(super) fn check(
         modules: module_problems,
         violations,
     }
-    .conclude(context.settings, warnings)
+    .conclude(context.settings, notes)
 }
