@@ -6,6 +6,10 @@
 #   make test-all    unit tests (policy crate and tools/), then e2e.bats (and bad-inputs.bats)
 #                    on the compiled policy
 #
+# Both work on a bare machine with rustup: the wasm32-wasip1 target is added to the pinned
+# toolchain when it lacks it (scripts/ensure-wasm-target.sh), and bats is taken from PATH or
+# installed (scripts/ensure-bats.sh: apt-get as root, else npm into .tools/).
+#
 # kwctl is used when it is on PATH (as in Kubewarden's release workflows); otherwise the host
 # tools in tools/ stand in for it: policy-annotate for `kwctl annotate` / `kwctl scaffold
 # artifacthub`, replay-runner for `kwctl run`.
@@ -43,9 +47,14 @@ EXAMPLE_DIR := test_data/example
 .PHONY: all
 all: run-example
 
-policy.wasm: $(SOURCE_FILES) Cargo.toml Cargo.lock rust-toolchain.toml
+policy.wasm: $(SOURCE_FILES) Cargo.toml Cargo.lock rust-toolchain.toml | wasm-target
 	RUSTFLAGS="$(WASM_RUSTFLAGS)" cargo build --target=wasm32-wasip1 --release --locked --target-dir "$(TARGET_DIR)"
 	cp "$(TARGET_DIR)/wasm32-wasip1/release/$(WASM_NAME)" "$(WASM_OUT)"
+
+# The pinned toolchain's wasm32-wasip1 target (a no-op when it is installed).
+.PHONY: wasm-target
+wasm-target:
+	@bash scripts/ensure-wasm-target.sh wasm32-wasip1
 
 annotated-policy.wasm: policy.wasm metadata.yml
 ifneq ($(KWCTL_BIN),)
@@ -102,7 +111,7 @@ check:
 	cargo fmt --all --manifest-path $(TOOLS_MANIFEST) -- --check
 
 .PHONY: lint
-lint:
+lint: wasm-target
 	cargo clippy --locked --all-targets -- -D warnings
 	cargo clippy --locked --target wasm32-wasip1 --lib -- -D warnings
 	cargo clippy --manifest-path $(TOOLS_MANIFEST) --workspace --all-targets -- -D warnings
@@ -118,11 +127,13 @@ e2e-tests: annotated-policy.wasm
 ifeq ($(KWCTL_BIN),)
 	$(MAKE) --no-print-directory replay-runner
 endif
-	if [ -f e2e.bats ]; then KWCTL="$(E2E_KWCTL)" bats e2e.bats; else echo "e2e-tests: there is no e2e.bats yet"; fi
+	bats=$$(bash scripts/ensure-bats.sh); \
+	if [ -f e2e.bats ]; then KWCTL="$(E2E_KWCTL)" "$$bats" e2e.bats; else echo "e2e-tests: there is no e2e.bats yet"; fi
 # bad-inputs.bats answers lookups from a cluster state, a replay-runner feature: it runs only
 # on the stand-in (CI), not under the real kwctl (the release workflow).
 ifeq ($(KWCTL_BIN),)
-	if [ -f bad-inputs.bats ]; then KWCTL="$(CURDIR)/$(REPLAY_RUNNER)" POLICY="$(CURDIR)/policy.wasm" bats bad-inputs.bats; fi
+	bats=$$(bash scripts/ensure-bats.sh); \
+	if [ -f bad-inputs.bats ]; then KWCTL="$(CURDIR)/$(REPLAY_RUNNER)" POLICY="$(CURDIR)/policy.wasm" "$$bats" bad-inputs.bats; fi
 endif
 
 .PHONY: test-all
