@@ -168,6 +168,10 @@ bench: policy.wasm
 fuzz:
 	@if [ -f scripts/fuzz.sh ]; then bash scripts/fuzz.sh; else echo "fuzz: there is no scripts/fuzz.sh yet, nothing to run"; fi
 
+.PHONY: oci-roundtrip
+oci-roundtrip: annotated-policy.wasm
+	bash scripts/oci-roundtrip.sh
+
 .PHONY: clean
 clean:
 	cargo clean
