@@ -1,6 +1,7 @@
 //! `artifacthub-pkg.yml` as `kwctl scaffold artifacthub` writes it.
 //!
-//! The shape follows policy-evaluator's `policy_artifacthub::ArtifactHubPkg` (kwctl 1.35.0): the
+//! The shape follows policy-evaluator's `policy_artifacthub::ArtifactHubPkg` (kwctl 1.35.0, and
+//! 1.36.0-beta.1, which changed only the install text: see [`install_text`]): the
 //! same keys in the same order, serialised by the same serde_yaml release, after the same header
 //! comment. One difference: kwctl refuses an `io.kubewarden.policy.author` entry without an
 //! e-mail address; here such an entry leaves `maintainers` out and is reported as a warning, so
@@ -138,10 +139,31 @@ fn maintainers(author: &str) -> std::result::Result<Vec<Maintainer>, String> {
     Ok(out)
 }
 
-/// The install text kwctl writes for an OCI reference.
+/// The install text kwctl writes for an OCI reference (policy-evaluator `compose_install`, as
+/// changed for kwctl 1.36.0 by kubewarden/adm-controller commit 1633b482 "fix(kwctl):
+/// malformatted markdown installing text").
 pub fn install_text(oci_ref: &str) -> String {
+    install_text_with_link(
+        oci_ref,
+        "[kwctl](https://docs.kubewarden.io/howtos/install-kwctl)",
+    )
+}
+
+/// The install text of kwctl up to 1.35 (the release kubewarden/github-actions v7.0.1 installs),
+/// which `check` accepts too: a file scaffolded by either kwctl agrees with the metadata.
+pub fn install_text_kwctl_1_35(oci_ref: &str) -> String {
+    install_text_with_link(oci_ref, "[`kwctl`](https://github.com/kubewarden/kwctl)")
+}
+
+/// Whether that kwctl release writes [`install_text`] (1.36.0-beta.1 on) rather than
+/// [`install_text_kwctl_1_35`].
+pub fn kwctl_writes_new_install_text(kwctl: &semver::Version) -> bool {
+    *kwctl >= semver::Version::parse("1.36.0-beta.1").expect("a version")
+}
+
+fn install_text_with_link(oci_ref: &str, kwctl_link: &str) -> String {
     format!(
-        "The policy can be obtained using [`kwctl`](https://github.com/kubewarden/kwctl):\n```console\nkwctl pull {oci_ref}\n```\nThen, generate the policy manifest and tune it to your liking. For example:\n```console\nkwctl scaffold manifest -t ClusterAdmissionPolicy registry://{oci_ref}\n```\n"
+        "The policy can be obtained using {kwctl_link}:\n```console\nkwctl pull {oci_ref}\n```\nThen, generate the policy manifest and tune it to your liking. For example:\n```console\nkwctl scaffold manifest -t ClusterAdmissionPolicy registry://{oci_ref}\n```\n"
     )
 }
 
@@ -400,5 +422,25 @@ mod tests {
         );
         assert_eq!(maintainers("A <a@x.io>, B <b@y.org>").unwrap().len(), 2);
         assert!(maintainers("tenant-reservation-policy developers").is_err());
+    }
+
+    #[test]
+    fn install_texts_of_both_kwctl_releases() {
+        let r = "ghcr.io/x/p:v1.0.0";
+        for text in [install_text(r), install_text_kwctl_1_35(r)] {
+            assert!(text.contains("kwctl pull ghcr.io/x/p:v1.0.0\n"), "{text}");
+            assert!(text.contains("registry://ghcr.io/x/p:v1.0.0\n"), "{text}");
+        }
+        assert!(install_text(r).starts_with(
+            "The policy can be obtained using [kwctl](https://docs.kubewarden.io/howtos/install-kwctl):\n"
+        ));
+        assert!(install_text_kwctl_1_35(r).starts_with(
+            "The policy can be obtained using [`kwctl`](https://github.com/kubewarden/kwctl):\n"
+        ));
+        let v = |s: &str| semver::Version::parse(s).unwrap();
+        assert!(!kwctl_writes_new_install_text(&v("1.35.0")));
+        assert!(!kwctl_writes_new_install_text(&v("1.36.0-alpha")));
+        assert!(kwctl_writes_new_install_text(&v("1.36.0-beta.1")));
+        assert!(kwctl_writes_new_install_text(&v("1.36.0")));
     }
 }

@@ -240,8 +240,15 @@ fn check_artifacthub(
             ));
         }
     }
-    // Finally the whole file, as `kwctl scaffold artifacthub` would write it today.
-    let (regenerated, warnings) = artifacthub::scaffold(metadata, &pkg.created_at, questions)?;
+    // Finally the whole file, as `kwctl scaffold artifacthub` would write it today. kwctl 1.35
+    // and 1.36 word the install text differently; either one is kwctl's.
+    let (mut regenerated, warnings) = artifacthub::scaffold(metadata, &pkg.created_at, questions)?;
+    if let Some(oci_ref) = expected_image {
+        let old = artifacthub::install_text_kwctl_1_35(oci_ref);
+        if pkg.install.as_deref() == Some(old.as_str()) {
+            regenerated.install = Some(old);
+        }
+    }
     r.warnings.extend(warnings);
     if artifacthub::rfc3339_shape(&pkg.created_at) {
         r.ok.push("artifacthub-pkg.yml createdAt is an RFC 3339 UTC time".into());

@@ -57,6 +57,10 @@ enum Command {
         /// createdAt to write (RFC 3339); defaults to now. Pass the old value to keep a file stable.
         #[arg(long, value_name = "TIME")]
         created_at: Option<String>,
+        /// Write what that kwctl release writes: before 1.36.0-beta.1 the install text links kwctl
+        /// differently. Without it, the newest form.
+        #[arg(long, value_name = "VERSION")]
+        kwctl_version: Option<String>,
         /// Output file (stdout if not given)
         #[arg(short = 'o', long = "output", value_name = "PATH")]
         output: Option<PathBuf>,
@@ -140,14 +144,24 @@ fn run(cli: Cli) -> Result<bool> {
             metadata_path,
             questions_path,
             created_at,
+            kwctl_version,
             output,
         } => {
             let metadata =
                 Metadata::from_yaml(&read(&metadata_path)?).map_err(anyhow::Error::msg)?;
             let questions = questions_path.as_deref().map(read).transpose()?;
             let created_at = created_at.unwrap_or_else(artifacthub::now_rfc3339);
-            let (pkg, warnings) =
+            let (mut pkg, warnings) =
                 artifacthub::scaffold(&metadata, &created_at, questions.as_deref())?;
+            if let Some(v) = kwctl_version {
+                let v = semver::Version::parse(v.trim_start_matches('v'))
+                    .with_context(|| format!("--kwctl-version {v:?} is not a version"))?;
+                if !artifacthub::kwctl_writes_new_install_text(&v)
+                    && let Some(image) = pkg.containers_images.iter().flatten().next()
+                {
+                    pkg.install = Some(artifacthub::install_text_kwctl_1_35(&image.image));
+                }
+            }
             for w in warnings {
                 eprintln!("warning: {w}");
             }

@@ -181,7 +181,8 @@ fn copied_rules_and_resources_must_agree() {
     let mut f = files();
     f.metadata = base
         .metadata
-        .replacen("resources: [\"*\"]", "resources: [\"tenants\"]", 1);
+        .replacen("      - vminstances\n", "      - vminstancez\n", 1);
+    assert_ne!(f.metadata, base.metadata);
     assert_flags(&f, "annotation kubewarden/rules disagrees");
     assert_flags(&f, "manifest rules differ");
 }
@@ -212,4 +213,24 @@ fn metadata_mistakes_kwctl_would_ignore_are_caught() {
         1,
     );
     assert_flags(&f, "\"urgent\" is not one of");
+}
+
+#[test]
+fn the_install_text_of_either_kwctl_release_agrees() {
+    let base = files();
+    let new_link = "[kwctl](https://docs.kubewarden.io/howtos/install-kwctl)";
+    let old_link = "[`kwctl`](https://github.com/kubewarden/kwctl)";
+    assert!(base.artifacthub.contains(new_link));
+
+    // kwctl 1.35 (the release workflow's) wrote the link differently: still kwctl's file.
+    let mut f = files();
+    f.artifacthub = base.artifacthub.replacen(new_link, old_link, 1);
+    assert_eq!(problems(&f, None), Vec::<String>::new());
+
+    // Any other text is drift.
+    let mut f = files();
+    f.artifacthub = base
+        .artifacthub
+        .replacen(new_link, "[kwctl](https://example.org)", 1);
+    assert_flags(&f, "differs from metadata.yml in: install");
 }
