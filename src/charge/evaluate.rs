@@ -225,7 +225,7 @@ fn read_resources(
         if slot.is_some_and(Quantity::is_zero) {
             return Err(place.error(
                 &field,
-                format!("an explicit 0 renders a container without a {key} limit (cozy-lib takes it over the preset), which no budget can bound"),
+                format!("an explicit 0 renders a container without a {key} limit (it wins over any preset), which no budget can bound"),
             ));
         }
     }

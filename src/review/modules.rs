@@ -66,7 +66,7 @@ pub(super) fn switched_on(
         let exists = stored.iter().any(|app| {
             *app.namespace == *owned && *app.kind == *module.kind && app.name == module.name
         });
-        if exists {
+        if exists || context.settings.exempt_kinds.contains(&module.kind) {
             continue;
         }
         let label = format!("{} {owned}/{}", module.kind, module.name);

@@ -130,7 +130,12 @@ pub(super) fn check(
         })
         .collect();
     if parents.is_empty() && own.is_empty() {
-        notes.warnings.extend(modules.unevaluable);
+        notes.warnings.extend(
+            modules
+                .unevaluable
+                .into_iter()
+                .map(|m| format!("tenant module not charged: {m}")),
+        );
         return Ok(());
     }
 
