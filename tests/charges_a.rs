@@ -462,7 +462,7 @@ fn seaweedfs(#[case] spec: Value, #[case] want: Result<Resources, &str>) {
     json!({"redis": {"replicas": 3, "size": "2Gi"}}),
     Ok(res(&[("cpu", "12500m"), ("memory", "9772Mi"), ("storage", "22Gi")]))
 )]
-#[case::redis_operator_zero_replicas_run_three(
+#[case::redis_yaml_zero_replicas_run_three(
     json!({"redis": {"replicas": 0}}),
     Ok(res(&[("cpu", "12500m"), ("memory", "9772Mi"), ("storage", "19Gi")]))
 )]
@@ -491,27 +491,32 @@ fn harbor(#[case] spec: Value, #[case] want: Result<Resources, &str>) {
     json!({"resourcesPreset": "c1.medium"}),
     Ok(res(&[("cpu", "16800m"), ("memory", "17408Mi"), ("storage", "112Gi")]))
 )]
-#[case::operator_storage_zero_is_two_f_plus_one(
+#[case::cluster_yaml_process_counts_storage_zero_is_two_f_plus_one(
     json!({"cluster": {"redundancyMode": "single", "processCounts": {"storage": 0, "stateless": -1, "cluster_controller": 1}}}),
     Ok(res(&[("cpu", "5500m"), ("memory", "5760Mi"), ("storage", "64Gi")]))
 )]
-#[case::operator_three_data_hall_logs(
+#[case::cluster_yaml_redundancy_mode_three_data_hall_logs(
     json!({"cluster": {"redundancyMode": "three_data_hall", "processCounts": {"storage": 0, "stateless": -1, "cluster_controller": 1}}}),
     Ok(res(&[("cpu", "13200m"), ("memory", "13824Mi"), ("storage", "176Gi")]))
 )]
-#[case::operator_stateless_zero_defaults(
+#[case::cluster_yaml_process_counts_stateless_zero_defaults(
     json!({"cluster": {"processCounts": {"storage": 3, "stateless": 0, "cluster_controller": 1}}}),
     Ok(res(&[("cpu", "17600m"), ("memory", "18432Mi"), ("storage", "112Gi")]))
 )]
-#[case::operator_stateless_zero_takes_the_cluster_controller(
+#[case::cluster_yaml_process_counts_stateless_zero_takes_the_cluster_controller(
     json!({"cluster": {"redundancyMode": "triple", "processCounts": {"storage": 3, "stateless": 0, "cluster_controller": 0}}}),
     Ok(res(&[("cpu", "19800m"), ("memory", "20736Mi"), ("storage", "128Gi")]))
 )]
-#[case::operator_dedicated_classes_leave_the_stateless_default(
+#[case::cluster_yaml_process_counts_dedicated_classes_leave_the_stateless_default(
     json!({"cluster": {"processCounts": {"storage": 3, "stateless": 0, "cluster_controller": 1, "proxy": 2, "master": 1}}}),
     Ok(res(&[("cpu", "16500m"), ("memory", "17280Mi"), ("storage", "112Gi")]))
 )]
-#[case::operator_other_modes_have_no_fault_tolerance(
+#[case::cluster_yaml_process_counts_stateless_zero_with_every_role_dedicated_runs_none(
+    json!({"cluster": {"processCounts": {"storage": 3, "stateless": 0, "cluster_controller": 1, "master": 1, "resolution": 1,
+        "ratekeeper": 1, "data_distributor": 1, "proxy": 3}}}),
+    Ok(res(&[("cpu", "16500m"), ("memory", "17280Mi"), ("storage", "112Gi")]))
+)]
+#[case::cluster_yaml_redundancy_mode_others_have_no_fault_tolerance(
     json!({"cluster": {"redundancyMode": "one_satellite_double", "processCounts": {"storage": 0, "stateless": 0, "cluster_controller": 1}}}),
     Ok(res(&[("cpu", "13200m"), ("memory", "13824Mi"), ("storage", "64Gi")]))
 )]
@@ -519,7 +524,7 @@ fn harbor(#[case] spec: Value, #[case] want: Result<Resources, &str>) {
     json!({"cluster": {"processCounts": {"storage": 3, "stateless": -1, "cluster_controller": 1, "log": 6, "transaction": 2}}}),
     Ok(res(&[("cpu", "13200m"), ("memory", "13824Mi"), ("storage", "176Gi")]))
 )]
-#[case::operator_minus_one_runs_none(
+#[case::cluster_yaml_process_counts_minus_one_runs_none(
     json!({"cluster": {"processCounts": {"storage": -1, "stateless": -1, "cluster_controller": -1, "log": -1}}}),
     Ok(res(&[]))
 )]
@@ -531,7 +536,7 @@ fn harbor(#[case] spec: Value, #[case] want: Result<Resources, &str>) {
     json!({"resources": {"cpu": 0}}),
     Err("spec.resources.cpu: an explicit 0 renders a container without a cpu limit")
 )]
-#[case::operator_negative_counts_other_than_minus_one_are_refused(
+#[case::cluster_yaml_process_counts_negative_other_than_minus_one_are_refused(
     json!({"cluster": {"processCounts": {"storage": -2, "stateless": -1, "cluster_controller": 1}}}),
     Err("spec.cluster.processCounts.storage: must not be negative, got -2")
 )]
