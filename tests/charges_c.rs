@@ -12,8 +12,8 @@ fn check(kind: &str, spec: Value, want: Result<&[(&str, &str)], &str>) {
     }
 }
 
-const ZERO_CPU: &str = "an explicit 0 renders a container without a cpu limit (cozy-lib takes it over the preset), which no budget can bound";
-const ZERO_MEMORY: &str = "an explicit 0 renders a container without a memory limit (cozy-lib takes it over the preset), which no budget can bound";
+const ZERO_CPU: &str = "an explicit 0 renders a container without a cpu limit (it wins over any preset), which no budget can bound";
+const ZERO_MEMORY: &str = "an explicit 0 renders a container without a memory limit (it wins over any preset), which no budget can bound";
 
 // Ingress: per controller pod defaultingSanitize(resourcesPreset, resources) + the
 // protobuf-exporter sidecar (100m/90Mi), times replicas; plus one default backend (10m/20Mi).

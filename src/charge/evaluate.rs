@@ -240,7 +240,18 @@ fn read_resources(
                 format!("{key:?} is an extended resource the chart sets as a container limit, and this policy can charge only cpu, memory and the GPU devices named in the gpuDeviceClasses setting"),
             ));
         };
-        let devices = read_quantity(place, &field)?.unwrap_or(Quantity::ZERO);
+        // Read from the map: a resource name holds dots (`nvidia.com/gpu`), a path cannot.
+        let devices = Quantity::from_json(&map[key]).map_err(|e| {
+            place.error(
+                &field,
+                match e {
+                    crate::quantity::JsonQuantityError::WrongType => {
+                        format!("must be a quantity, not {}", describe(&map[key]))
+                    }
+                    crate::quantity::JsonQuantityError::Invalid(e) => e.to_string(),
+                },
+            )
+        })?;
         let whole = u64::try_from(devices.nanos() / 1_000_000_000)
             .ok()
             .filter(|_| devices.nanos() % 1_000_000_000 == 0)
