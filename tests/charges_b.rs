@@ -137,6 +137,10 @@ fn mariadb(#[case] spec: Value, #[case] want: Want) {
     json!({"sharding": true, "shardingConfig": {"configServers": 3, "configServerSize": "3Gi", "mongos": 2, "shards": []}}),
     Ok(&[("cpu", "5"), ("memory", "2560Mi"), ("storage", "9Gi")][..])
 )]
+#[case::mongodb_yaml_38_sharding_not_a_boolean_refused(
+    json!({"sharding": "true"}),
+    Err("spec.sharding: must be a boolean, not the string \"true\"")
+)]
 #[case::mongodb_yaml_91_explicit_zero_cpu_refused(json!({"resources": {"cpu": "0"}}), Err(zero!("spec.resources.cpu", "cpu")))]
 #[case::mongodb_yaml_41_sharded_explicit_zero_cpu_refused(json!({"sharding": true, "resources": {"cpu": "0"}}), Err(zero!("spec.resources.cpu", "cpu")))]
 #[case::mongodb_yaml_72_sharded_unmapped_extended_resource_refused(json!({"sharding": true, "resources": {"nvidia.com/gpu": 1}}), Err(extended!("spec.resources")))]
@@ -266,6 +270,10 @@ fn openbao(#[case] spec: Value, #[case] want: Want) {
 #[case::chkeeper_yaml_17_61_75_keeper_replicas_preset_size(
     json!({"clickhouseKeeper": {"replicas": 5, "resourcesPreset": "s1.small", "size": "10Gi"}}),
     Ok(&[("cpu", "7"), ("memory", "11Gi"), ("storage", "74Gi")][..])
+)]
+#[case::chkeeper_yaml_3_keeper_switch_not_a_boolean_refused(
+    json!({"clickhouseKeeper": {"enabled": "false"}}),
+    Err("spec.clickhouseKeeper.enabled: must be a boolean, not the string \"false\"")
 )]
 #[case::clickhouse_yaml_146_explicit_zero_cpu_refused(json!({"resources": {"cpu": "0"}}), Err(zero!("spec.resources.cpu", "cpu")))]
 #[case::chkeeper_yaml_61_explicit_zero_memory_refused(
