@@ -354,6 +354,10 @@ fn nats(#[case] spec: Value, #[case] want: Want) {
     json!({"dashboards": {"enabled": true, "replicas": 2, "resourcesPreset": "s1.small"}}),
     Ok(&[("cpu", "8"), ("memory", "10Gi"), ("storage", "30Gi")][..])
 )]
+#[case::opensearch_yaml_43_dashboards_empty_preset_defaults_to_c1_small(
+    json!({"dashboards": {"enabled": true, "resourcesPreset": ""}}),
+    Ok(&[("cpu", "7"), ("memory", "7Gi"), ("storage", "30Gi")][..])
+)]
 #[case::opensearch_yaml_35_dashboards_disabled_charge_nothing(
     json!({"dashboards": {"enabled": false, "replicas": 3, "resourcesPreset": "u1.large"}}),
     Ok(&[("cpu", "6"), ("memory", "6Gi"), ("storage", "30Gi")][..])
