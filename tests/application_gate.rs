@@ -214,7 +214,11 @@ fn the_object_under_admission_fails_closed() {
 
 #[test]
 fn kinds_without_a_reservation_need_an_exemption() {
-    let k8s = foo_pool(Vec::new());
+    // A stock installation without the shipped settings: no kind has a block.
+    let k8s = stock_cluster(vec![
+        tenant("tenant-root", "root", json!({})),
+        tenant("tenant-root", "foo", json!({"cpu": "16"})),
+    ]);
     let v = create(&k8s, "Bucket", "tenant-foo", "b", json!({}));
     assert_eq!(
         message(&v),

@@ -37,10 +37,27 @@ fn broken_definition() -> Value {
     broken
 }
 
+/// A copy of the Bucket definition under the kind `Unreserved`, without a reservation block.
+fn unreserved_definition() -> Value {
+    let mut unreserved = testing::definition("Bucket");
+    unreserved["metadata"]["name"] = json!("unreserved");
+    let app = &mut unreserved["spec"]["application"];
+    app["kind"] = json!("Unreserved");
+    app["singular"] = json!("unreserved");
+    app["plural"] = json!("unreserveds");
+    unreserved["spec"]["release"]["prefix"] = json!("unreserved-");
+    unreserved["spec"]
+        .as_object_mut()
+        .expect("a definition's spec is a map")
+        .remove("reservation");
+    unreserved
+}
+
 /// The objects of `cluster.yaml` besides the real definitions and instance types.
 fn objects() -> Vec<Value> {
     vec![
         broken_definition(),
+        unreserved_definition(),
         tenant("tenant-root", "root", json!({})),
         // foo: the ordinary pool. Holds cpu 2, memory 4608Mi, storage 20Gi.
         tenant(
@@ -247,19 +264,6 @@ fn the_bad_input_table() {
     }
     assert!(ran >= 80, "the table shrank to {ran} cases");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-#[test]
-#[ignore = "bug: the MongoDB reservation block ignores sharding (shardingConfig.shards, config servers, mongos)"]
-fn bug_a_sharded_mongodb_is_charged_for_its_shards() {
-    let case = table()
-        .into_iter()
-        .find(|c| c.name == "mongodb-sharded-shards-charged")
-        .expect("the row");
-    let verdict = run(&case.name, &cluster());
-    if let Err(e) = check(&case, &verdict) {
-        panic!("{e}");
-    }
 }
 
 /// The rows whose note says `bug:`: each fails until its bug is fixed, then its note goes.

@@ -32,7 +32,7 @@ macro_rules! zero {
             $path,
             ": an explicit 0 renders a container without a ",
             $key,
-            " limit (cozy-lib takes it over the preset), which no budget can bound"
+            " limit (it wins over any preset), which no budget can bound"
         )
     };
 }
@@ -58,7 +58,6 @@ macro_rules! extended {
 #[case::db_yaml_190_preset(json!({"resourcesPreset": "u1.large"}), Ok(&[("cpu", "8"), ("memory", "32Gi"), ("storage", "20Gi")][..]))]
 #[case::db_yaml_190_explicit_zero_cpu_refused(json!({"resources": {"cpu": 0}}), Err(zero!("spec.resources.cpu", "cpu")))]
 #[case::db_yaml_190_unmapped_extended_resource_refused(json!({"resources": {"nvidia.com/gpu": 1}}), Err(extended!("spec.resources")))]
-#[ignore = "bug: evaluate.rs reads the device key nvidia.com/... as a dotted path, 0 devices"]
 #[case::db_yaml_190_gpu_device_in_resources_per_instance(
     json!({"resources": {"cpu": "1", "memory": "2Gi", A10: 1}}),
     Ok(&[("cpu", "2"), ("memory", "4Gi"), ("storage", "20Gi"), (GPUS, "2"), (A10S, "2")][..])
@@ -85,7 +84,6 @@ fn postgres(#[case] spec: Value, #[case] want: Want) {
 )]
 #[case::mariadb_yaml_117_explicit_zero_memory_refused(json!({"resources": {"memory": "0"}}), Err(zero!("spec.resources.memory", "memory")))]
 #[case::mariadb_yaml_117_unmapped_extended_resource_refused(json!({"resources": {"nvidia.com/gpu": 1}}), Err(extended!("spec.resources")))]
-#[ignore = "bug: evaluate.rs reads the device key nvidia.com/... as a dotted path, 0 devices"]
 #[case::mariadb_yaml_117_gpu_device_per_mariadb_pod(
     json!({"resources": {A10: 1}}),
     Ok(&[("cpu", "800m"), ("memory", "768Mi"), ("storage", "20Gi"), (GPUS, "2"), (A10S, "2")][..])
@@ -144,7 +142,6 @@ fn mariadb(#[case] spec: Value, #[case] want: Want) {
 #[case::mongodb_yaml_91_explicit_zero_cpu_refused(json!({"resources": {"cpu": "0"}}), Err(zero!("spec.resources.cpu", "cpu")))]
 #[case::mongodb_yaml_41_sharded_explicit_zero_cpu_refused(json!({"sharding": true, "resources": {"cpu": "0"}}), Err(zero!("spec.resources.cpu", "cpu")))]
 #[case::mongodb_yaml_72_sharded_unmapped_extended_resource_refused(json!({"sharding": true, "resources": {"nvidia.com/gpu": 1}}), Err(extended!("spec.resources")))]
-#[ignore = "bug: evaluate.rs reads the device key nvidia.com/... as a dotted path, 0 devices"]
 #[case::mongodb_yaml_41_58_72_gpu_device_on_every_sharded_pod(
     json!({"sharding": true, "resources": {A10: 1}}),
     Ok(&[("cpu", "8"), ("memory", "4Gi"), ("storage", "39Gi"), (GPUS, "8"), (A10S, "8")][..])
@@ -171,7 +168,6 @@ fn mongodb(#[case] spec: Value, #[case] want: Want) {
 )]
 #[case::redisfailover_yaml_41_explicit_zero_cpu_refused(json!({"resources": {"cpu": 0}}), Err(zero!("spec.resources.cpu", "cpu")))]
 #[case::redisfailover_yaml_41_unmapped_extended_resource_refused(json!({"resources": {"nvidia.com/gpu": 1}}), Err(extended!("spec.resources")))]
-#[ignore = "bug: evaluate.rs reads the device key nvidia.com/... as a dotted path, 0 devices"]
 #[case::redisfailover_yaml_38_41_gpu_device_on_redis_and_sentinels(
     json!({"resources": {A10: 1}}),
     Ok(&[("cpu", "3250m"), ("memory", "840Mi"), ("storage", "2Gi"), (GPUS, "5"), (A10S, "5")][..])
@@ -192,7 +188,6 @@ fn redis(#[case] spec: Value, #[case] want: Want) {
 )]
 #[case::rabbitmq_yaml_9_zero_replicas(json!({"replicas": 0}), Ok(NOTHING))]
 #[case::rabbitmq_yaml_15_explicit_zero_memory_refused(json!({"resources": {"memory": 0}}), Err(zero!("spec.resources.memory", "memory")))]
-#[ignore = "bug: evaluate.rs reads the device key nvidia.com/... as a dotted path, 0 devices"]
 #[case::rabbitmq_yaml_15_gpu_devices_per_pod(
     json!({"replicas": 1, "resources": {"cpu": "1", "memory": "2Gi", A10: 2}}),
     Ok(&[("cpu", "1"), ("memory", "2Gi"), ("storage", "10Gi"), (GPUS, "2"), (A10S, "2")][..])
@@ -213,7 +208,6 @@ fn rabbitmq(#[case] spec: Value, #[case] want: Want) {
     json!({"resources": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": 1}}),
     Err(extended!("spec.resources"))
 )]
-#[ignore = "bug: evaluate.rs reads the device key nvidia.com/... as a dotted path, 0 devices"]
 #[case::qdrant_yaml_28_gpu_device_in_resources(
     json!({"resources": {"cpu": "2", "memory": "4Gi", A10: 1}}),
     Ok(&[("cpu", "2"), ("memory", "4Gi"), ("storage", "10Gi"), (GPUS, "1"), (A10S, "1")][..])
@@ -235,7 +229,6 @@ fn qdrant(#[case] spec: Value, #[case] want: Want) {
 )]
 #[case::openbao_yaml_41_size(json!({"size": "1Gi"}), Ok(&[("cpu", "1"), ("memory", "512Mi"), ("storage", "1Gi")][..]))]
 #[case::openbao_yaml_30_explicit_zero_cpu_refused(json!({"resources": {"cpu": 0}}), Err(zero!("spec.resources.cpu", "cpu")))]
-#[ignore = "bug: evaluate.rs reads the device key nvidia.com/... as a dotted path, 0 devices"]
 #[case::openbao_yaml_30_gpu_device_in_resources(
     json!({"resources": {A10: 1}}),
     Ok(&[("cpu", "1"), ("memory", "512Mi"), ("storage", "10Gi"), (GPUS, "1"), (A10S, "1")][..])
@@ -280,7 +273,6 @@ fn openbao(#[case] spec: Value, #[case] want: Want) {
     json!({"resources": {"memory": 0}, "clickhouseKeeper": {"enabled": true}}),
     Err(zero!("spec.resources.memory", "memory"))
 )]
-#[ignore = "bug: evaluate.rs reads the device key nvidia.com/... as a dotted path, 0 devices"]
 #[case::clickhouse_yaml_146_chkeeper_yaml_61_gpu_device_on_every_host_and_keeper(
     json!({"resources": {A10: 1}}),
     Ok(&[("cpu", "3500m"), ("memory", "1792Mi"), ("storage", "27Gi"), (GPUS, "5"), (A10S, "5")][..])
@@ -308,7 +300,6 @@ fn clickhouse(#[case] spec: Value, #[case] want: Want) {
     json!({"zookeeper": {"resources": {"nvidia.com/gpu": 1}}}),
     Err(extended!("spec.zookeeper.resources"))
 )]
-#[ignore = "bug: evaluate.rs reads the device key nvidia.com/... as a dotted path, 0 devices"]
 #[case::kafka_yaml_27_gpu_device_per_broker(
     json!({"kafka": {"resources": {A10: 1}}}),
     Ok(&[("cpu", "6"), ("memory", "7Gi"), ("storage", "45Gi"), (GPUS, "3"), (A10S, "3")][..])
@@ -327,7 +318,6 @@ fn kafka(#[case] spec: Value, #[case] want: Want) {
 #[case::nats_yaml_99_zero_replicas(json!({"replicas": 0}), Ok(NOTHING))]
 #[case::nats_yaml_59_resources(json!({"resources": {"cpu": "1", "memory": "1Gi"}}), Ok(&[("cpu", "2"), ("memory", "2Gi"), ("storage", "20Gi")][..]))]
 #[case::nats_yaml_59_explicit_zero_cpu_refused(json!({"resources": {"cpu": "0"}}), Err(zero!("spec.resources.cpu", "cpu")))]
-#[ignore = "bug: evaluate.rs reads the device key nvidia.com/... as a dotted path, 0 devices"]
 #[case::nats_yaml_59_gpu_device_per_pod(
     json!({"resources": {"cpu": "1", "memory": "1Gi", A10: 1}}),
     Ok(&[("cpu", "2"), ("memory", "2Gi"), ("storage", "20Gi"), (GPUS, "2"), (A10S, "2")][..])
@@ -367,7 +357,6 @@ fn nats(#[case] spec: Value, #[case] want: Want) {
     json!({"dashboards": {"enabled": true, "resources": {"memory": "0"}}}),
     Err(zero!("spec.dashboards.resources.memory", "memory"))
 )]
-#[ignore = "bug: evaluate.rs reads the device key nvidia.com/... as a dotted path, 0 devices"]
 #[case::opensearch_yaml_60_gpu_device_per_node(
     json!({"resources": {A10: 1}}),
     Ok(&[("cpu", "6"), ("memory", "6Gi"), ("storage", "30Gi"), (GPUS, "3"), (A10S, "3")][..])

@@ -26,16 +26,43 @@ fn gpu_entries_charge_their_class_and_all_classes() {
             ("gpuclass.cozystack.io/devices", "2")
         ])
     );
-    let explicit = json!({"gpus": [{"class": "l40s", "count": 3}]});
+    // The chart renders one device per entry, `deviceName: <name>`: a `count` or `class` the
+    // entry carries reaches nothing, so it changes nothing.
+    let decorated =
+        json!({"instanceType": "u1.large", "gpus": [{"name": A10, "count": 0, "class": "l40s"}]});
     assert_eq!(
-        charge("VMInstance", explicit)
+        charge_with("VMInstance", decorated, &gpu_settings())
             .unwrap()
-            .get("l40s.gpuclass.cozystack.io/devices"),
-        q("3")
+            .get("a10.gpuclass.cozystack.io/devices"),
+        q("1")
     );
-    let bad = json!({"gpus": [{"class": "L40S!"}]});
+    let nameless = json!({"gpus": [{"count": 2}]});
     assert_eq!(
-        charge("VMInstance", bad).unwrap_err(),
+        charge("VMInstance", nameless).unwrap_err(),
+        "spec.gpus.0.name: must name the device to attach"
+    );
+}
+
+/// The contract's other GPU list form, `{class, count, name}` entries, for a kind whose chart
+/// renders counts (an out-of-tree definition), through the `reservations` setting.
+#[test]
+fn gpu_entries_with_counts_charge_their_class() {
+    let settings: Settings = serde_json::from_value(json!({
+        "gpuDeviceClasses": {A10: "a10"},
+        "reservations": {"VMInstance": {"instanceType": "instanceType", "gpus": "gpus"}},
+    }))
+    .unwrap();
+    let k8s = stock_cluster(Vec::new());
+    let context = Context::new(&settings, &k8s).unwrap();
+    let charged = |gpus: Value| context.charge_kind("VMInstance", &json!({"gpus": gpus}));
+    let explicit = charged(json!([{"class": "l40s", "count": 3}, {"name": A10}]))
+        .unwrap()
+        .unwrap();
+    assert_eq!(explicit.get("l40s.gpuclass.cozystack.io/devices"), q("3"));
+    assert_eq!(explicit.get("a10.gpuclass.cozystack.io/devices"), q("1"));
+    assert_eq!(explicit.get("gpuclass.cozystack.io/devices"), q("4"));
+    assert_eq!(
+        charged(json!([{"class": "L40S!"}])).unwrap_err(),
         "spec.gpus.0.class: \"L40S!\" is not a valid GPU class (a DNS label)"
     );
 }
@@ -119,7 +146,8 @@ fn gpu_budgets_are_enforced_per_class_and_over_all_classes() {
         message(&v),
         "VMInstance tenant-ml/b: a10.gpuclass.cozystack.io/devices 2 exceeds pool tenant-ml by 1: budget 2, reserved 1 by 1 application (largest: VMInstance tenant-ml/train 1), available 1; gpuclass.cozystack.io/devices 2 exceeds pool tenant-ml by 1: budget 3, reserved 2 by 2 applications (largest: VMInstance tenant-ml/other 1, VMInstance tenant-ml/train 1), available 1"
     );
-    let v = gpu_create(&k8s, "c", json!({"gpus": [{"class": "h100", "count": 2}]}));
+    let h100 = json!({"name": "nvidia.com/GH100_H100"});
+    let v = gpu_create(&k8s, "c", json!({"gpus": [h100.clone(), h100]}));
     assert!(message(&v).starts_with("VMInstance tenant-ml/c: gpuclass.cozystack.io/devices 2 exceeds pool tenant-ml by 1: budget 3"), "{v:?}");
 }
 

@@ -49,7 +49,8 @@ const DEFINITIONS: &[&str] = &[
     include_str!("../../test_data/reference/applicationdefinitions/vm-instance.yaml"),
     include_str!("../../test_data/reference/applicationdefinitions/vpn.yaml"),
 ];
-const RESERVATIONS: &str = include_str!("../../test_data/reservations.yaml");
+/// The ClusterAdmissionPolicy this project ships: its settings carry every kind's block.
+const DEPLOY: &str = include_str!("../../deploy/clusteradmissionpolicy.yaml");
 const INSTANCE_TYPES: &[&str] = &[
     include_str!("../../test_data/reference/instancetypes/templates_instancetypes.yaml"),
     include_str!("../../test_data/reference/instancetypes/templates_extra-instancetypes.yaml"),
@@ -70,15 +71,24 @@ pub fn real_definitions() -> Vec<Value> {
     DEFINITIONS.iter().flat_map(|d| yaml_documents(d)).collect()
 }
 
-/// The proposed reservation block of each kind that has one.
-pub fn reservations() -> serde_json::Map<String, Value> {
-    match yaml_documents(RESERVATIONS).pop() {
-        Some(Value::Object(map)) => map,
-        _ => panic!("test_data/reservations.yaml is a map of kind to block"),
+/// The settings `deploy/clusteradmissionpolicy.yaml` ships.
+pub fn deploy_settings() -> Value {
+    match yaml_documents(DEPLOY).pop() {
+        Some(mut policy) => policy["spec"]["settings"].take(),
+        None => panic!("deploy/clusteradmissionpolicy.yaml holds a ClusterAdmissionPolicy"),
     }
 }
 
-/// Every real definition, with the proposed reservation added where there is one.
+/// The reservation block of each kind, as the shipped settings carry it.
+pub fn reservations() -> serde_json::Map<String, Value> {
+    match deploy_settings()["reservations"].take() {
+        Value::Object(map) => map,
+        _ => panic!("the shipped settings carry a map of kind to block"),
+    }
+}
+
+/// Every real definition, with the shipped reservation block added where there is one (the
+/// definitions as they will be once upstream adopts `spec.reservation`).
 pub fn definitions() -> Vec<Value> {
     defined().to_vec()
 }
