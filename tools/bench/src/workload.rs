@@ -5,7 +5,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
 
-use field_mask::FieldMask;
+use host_sim::FieldMask;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tenant_reservation_policy::cluster::{Kubernetes, Query};

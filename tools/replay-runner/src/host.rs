@@ -13,9 +13,9 @@ use crate::admission::{
     AdmissionRequest, AdmissionResponse, PolicySettings, PolicyValidationResponse,
     SettingsValidationResponse, validate_payload,
 };
-use crate::capabilities::{
-    Answerer, ContextAwareAccess, Dispatcher, HostCallStats, LogMode, NoAnswers,
-};
+use crate::answers::{Answerer, NoAnswers};
+use crate::calls::ContextAwareAccess;
+use crate::capabilities::{Dispatcher, HostCallStats, LogMode};
 use crate::metadata::{Metadata, read_metadata};
 use crate::session::Session;
 
@@ -142,7 +142,7 @@ impl Host {
         lock(&self.dispatcher).access.clone()
     }
 
-    /// The session recorded so far, when the answerer is a [`crate::capabilities::Recorder`].
+    /// The session recorded so far, when the answerer is a [`crate::answers::Recorder`].
     pub fn recorded_session(&self) -> Option<Session> {
         lock(&self.dispatcher).answerer.recorded_session()
     }

@@ -4,22 +4,25 @@
 //! Never shipped; see README.md.
 //!
 //! The library exposes the pieces for reuse (e.g. by a benchmark): [`Host`] loads a module once
-//! and evaluates it repeatedly, answering host calls through any [`capabilities::Answerer`]
+//! and evaluates it repeatedly, answering host calls through any [`answers::Answerer`]
 //! and counting them ([`capabilities::HostCallStats`]).
 
 pub mod admission;
+pub mod answers;
+pub mod calls;
 pub mod capabilities;
 pub mod cli;
 pub mod cluster;
-pub use field_mask;
 pub mod host;
 pub mod metadata;
-pub mod selector;
 pub mod session;
 pub mod test_guest;
 
+pub use host_sim;
+
 pub use admission::{AdmissionRequest, AdmissionResponse, PolicySettings};
-pub use capabilities::{Answer, Answerer, ContextAwareAccess, HostCallStats, KubernetesCall};
-pub use cluster::ClusterState;
+pub use answers::{Answer, Answerer, ClusterAnswers, NoAnswers, Recorder, ReplayAnswers};
+pub use calls::{ContextAwareAccess, ContextAwareResource, KubernetesCall};
+pub use capabilities::{HostCallStats, LogMode};
 pub use host::{Evaluation, EvaluationError, Host, HostOptions};
 pub use session::{CallbackRequestType, Exchange, Replay, Response, Session};

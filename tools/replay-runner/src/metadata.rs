@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use anyhow::{Result, anyhow, bail};
 use serde::Deserialize;
 
-use crate::capabilities::ContextAwareResource;
+use crate::calls::ContextAwareResource;
 
 pub const KUBEWARDEN_CUSTOM_SECTION_METADATA: &str = "io.kubewarden.metadata";
 

@@ -1,10 +1,10 @@
 //! The library API a benchmark uses: one `Host`, many evaluations, in-memory answers, counters.
 
 use replay_runner::admission::{PolicySettings, parse_admission_request, validate_payload};
-use replay_runner::capabilities::{ClusterAnswers, ReplayAnswers};
+use replay_runner::answers::{ClusterAnswers, Recorder, ReplayAnswers};
 use replay_runner::test_guest::{GuestHostCall, TestGuest};
 use replay_runner::{
-    Answer, ClusterState, ContextAwareAccess, Host, HostOptions, KubernetesCall, Replay, Session,
+    Answer, ContextAwareAccess, Host, HostOptions, KubernetesCall, Replay, Session,
 };
 use serde_json::json;
 
@@ -66,13 +66,11 @@ fn evaluates_repeatedly_with_in_memory_answers_and_counts_calls_and_bytes() {
 fn replay_can_rewind_for_each_evaluation() {
     let call = GuestHostCall::list_all("cozystack.io/v1alpha1", "ApplicationDefinition", None);
     let mut recorder = host(&TestGuest::with_calls(vec![call.clone()]));
-    let state = ClusterState::from_yaml(
+    let state = replay_runner::cluster::from_yaml(
         "apiVersion: cozystack.io/v1alpha1\nkind: ApplicationDefinition\nmetadata: {name: kafka}\n",
     )
     .unwrap();
-    recorder.set_answerer(Box::new(replay_runner::capabilities::Recorder::new(
-        ClusterAnswers { state },
-    )));
+    recorder.set_answerer(Box::new(Recorder::new(ClusterAnswers::new(state))));
     let live = recorder
         .validate(&request(), &PolicySettings::new())
         .unwrap();
