@@ -12,6 +12,7 @@ use crate::admission::{PolicySettings, parse_admission_request, settings_from_va
 use crate::answers::{Answerer, ClusterAnswers, NoAnswers, Recorder, ReplayAnswers};
 use crate::calls::ContextAwareAccess;
 use crate::capabilities::LogMode;
+use crate::engine::EngineOptions;
 use crate::host::{Host, HostOptions, access_from_metadata};
 use crate::session::{Replay, Session};
 
@@ -211,10 +212,13 @@ pub fn run(args: &RunArgs) -> Result<String> {
     let options = HostOptions {
         access: Some(ContextAwareAccess::Denied),
         log_mode: log_mode_from_env(),
-        cache_dir: if args.disable_wasmtime_cache {
-            None
-        } else {
-            default_cache_dir()
+        engine: EngineOptions {
+            cache_dir: if args.disable_wasmtime_cache {
+                None
+            } else {
+                default_cache_dir()
+            },
+            ..EngineOptions::default()
         },
     };
     let mut host = Host::from_file(&path, options)?;
