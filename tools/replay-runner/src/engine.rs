@@ -16,6 +16,8 @@ use wasmtime_provider::wasmtime::{
 use wasmtime_provider::{WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
 
 pub use wasmtime_provider::EpochDeadlines;
+/// The wasmtime this host runs (for a [`MemoryCreator`] and its `LinearMemory`).
+pub use wasmtime_provider::wasmtime;
 pub use wasmtime_provider::wasmtime::MemoryCreator;
 
 use crate::calls::ContextAwareAccess;
