@@ -7,7 +7,8 @@ use std::sync::Arc;
 use host_sim::{AnswerCache, GetQuery, ListQuery, ObjectStore, QueryError, Request};
 
 use crate::calls::KubernetesCall;
-use crate::session::{CallbackRequestType, Exchange, Replay, Response, Session};
+use crate::replay::Replay;
+use crate::session::{CallbackRequestType, Exchange, Response, Session};
 
 /// The answer to one Kubernetes call.
 #[derive(Debug, Clone, PartialEq, Eq)]

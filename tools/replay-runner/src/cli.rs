@@ -14,7 +14,8 @@ use crate::calls::ContextAwareAccess;
 use crate::capabilities::LogMode;
 use crate::engine::EngineOptions;
 use crate::host::{Host, HostOptions, access_from_metadata};
-use crate::session::{Replay, Session};
+use crate::replay::Replay;
+use crate::session::Session;
 
 #[derive(Debug, Parser)]
 #[command(

@@ -17,6 +17,7 @@ pub mod cluster;
 pub mod engine;
 pub mod host;
 pub mod metadata;
+pub mod replay;
 pub mod session;
 pub mod test_guest;
 
@@ -28,4 +29,5 @@ pub use calls::{ContextAwareAccess, ContextAwareResource, KubernetesCall};
 pub use capabilities::{HostCallStats, LogMode};
 pub use engine::{EngineOptions, EpochDeadlines, MemoryCreator, Policy};
 pub use host::{Evaluation, EvaluationError, Host, HostOptions};
-pub use session::{CallbackRequestType, Exchange, Replay, Response, Session};
+pub use replay::{Replay, ReplayError};
+pub use session::{CallbackRequestType, Exchange, Response, Session};
