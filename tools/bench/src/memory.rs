@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use wasmtime_provider::wasmtime::{LinearMemory, MemoryCreator, MemoryType};
+use replay_runner::engine::wasmtime::{LinearMemory, MemoryCreator, MemoryType};
 
 /// What one guest memory has done so far.
 #[derive(Debug, Default)]
@@ -142,7 +142,7 @@ unsafe impl LinearMemory for TrackedMemory {
         self.reserved
     }
 
-    fn grow_to(&mut self, new_size: usize) -> wasmtime_provider::wasmtime::Result<()> {
+    fn grow_to(&mut self, new_size: usize) -> replay_runner::engine::wasmtime::Result<()> {
         Ok(self.commit(new_size)?)
     }
 

@@ -2,10 +2,9 @@
 //! Kubernetes, with the chart defaults the Cozystack API stores and per-application
 //! variation), the real definitions and instance types, and the two admission requests.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, RwLock};
+use std::collections::BTreeSet;
 
-use field_mask::FieldMask;
+use host_sim::{AnswerCache, ListQuery, ObjectStore};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tenant_reservation_policy::cluster::{Kubernetes, Query};
@@ -30,48 +29,17 @@ const POSTGRES_DEFAULTS: &str =
 const KUBERNETES_DEFAULTS: &str =
     include_str!("../../../test_data/reference/values/kubernetes.values.yaml");
 
-/// The cluster's objects per list query, and their serialised answers, computed once per
-/// set of field masks asked for (as a host would answer) and then served as the same bytes.
-pub struct Answers {
-    items: [Vec<Value>; 3],
-    serialised: RwLock<HashMap<AnswerKey, Arc<Vec<u8>>>>,
-}
-
-/// A list query and the field masks it was asked with.
-type AnswerKey = (Query, Option<Vec<String>>);
-
-fn slot(query: Query) -> usize {
-    match query {
-        Query::Applications => 0,
-        Query::Definitions => 1,
-        Query::InstanceTypes => 2,
-    }
-}
-
-pub const QUERIES: [Query; 3] = [
-    Query::Applications,
-    Query::Definitions,
-    Query::InstanceTypes,
-];
-
-impl Answers {
-    /// The answer to `query` with `masks` (sorted, as the SDK sends them).
-    pub fn get(&self, query: Query, masks: Option<&[&str]>) -> Arc<Vec<u8>> {
-        let key = (
-            query,
-            masks.map(|m| m.iter().map(|s| s.to_string()).collect()),
-        );
-        if let Some(bytes) = self.serialised.read().unwrap().get(&key) {
-            return bytes.clone();
-        }
-        let bytes = Arc::new(list(query, &self.items[slot(query)], masks));
-        self.serialised.write().unwrap().insert(key, bytes.clone());
-        bytes
+/// The list request the policy makes for `query`.
+pub fn list_query(query: Query) -> ListQuery {
+    let list = ListQuery::all(query.api_version(), query.kind());
+    match query.label_selector() {
+        Some(selector) => list.with_label_selector(selector),
+        None => list,
     }
 }
 
 /// The native policy's view of the same cluster, pruned to the masks it asks for.
-pub struct Native<'a>(pub &'a Answers);
+pub struct Native<'a>(pub &'a AnswerCache);
 
 impl Kubernetes for Native<'_> {
     fn list(
@@ -79,8 +47,10 @@ impl Kubernetes for Native<'_> {
         query: Query,
         field_masks: Option<&BTreeSet<String>>,
     ) -> Result<Vec<u8>, String> {
-        let masks: Option<Vec<&str>> = field_masks.map(|m| m.iter().map(String::as_str).collect());
-        Ok(self.0.get(query, masks.as_deref()).to_vec())
+        self.0
+            .list(&list_query(query), field_masks)
+            .map(|bytes| bytes.to_vec())
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -89,23 +59,6 @@ pub struct Workload {
     pub update: Vec<u8>,
     /// Applications by kind: (VMInstance, Postgres, Kubernetes).
     pub mix: (usize, usize, usize),
-}
-
-/// A kubewarden list answer (`kind: ...List`), its items pruned to `masks` as the host
-/// prunes them.
-fn list(query: Query, items: &[Value], masks: Option<&[&str]>) -> Vec<u8> {
-    let masks: Option<BTreeSet<String>> = masks.map(|m| m.iter().map(|s| s.to_string()).collect());
-    let items: Vec<Value> = match FieldMask::new(masks.as_ref()) {
-        Some(mask) => items.iter().map(|item| mask.apply(item)).collect(),
-        None => items.to_vec(),
-    };
-    serde_json::to_vec(&json!({
-        "apiVersion": query.api_version(),
-        "kind": format!("{}List", query.kind()),
-        "metadata": {"resourceVersion": "4242"},
-        "items": items,
-    }))
-    .expect("JSON serialises")
 }
 
 fn yaml(text: &str) -> Value {
@@ -227,9 +180,9 @@ fn kubernetes_values(d: &Defaults, i: usize) -> Value {
     )
 }
 
-/// A stored HelmRelease as the host serves it in a list: with the metadata the API server and
-/// Flux set (the host always keeps `metadata` whole, emptying `managedFields`), and the
-/// chart spec and status a release carries (pruned by the field masks).
+/// A stored HelmRelease: with the metadata the API server and Flux set (the host always keeps
+/// `metadata` whole in a list, emptying `managedFields`), and the chart spec and status a
+/// release carries (pruned by the field masks).
 fn served(mut release: Value, i: usize) -> Value {
     let metadata = release["metadata"].as_object_mut().expect("metadata");
     metadata.insert(
@@ -272,8 +225,10 @@ fn tenants(size: usize) -> Vec<Value> {
     ]
 }
 
-/// The requests for a pool of `size` applications, and the host's answers.
-pub fn generate(size: usize) -> (Workload, Answers) {
+/// The requests for a pool of `size` applications, and the host's answers: `host_sim`'s, as
+/// the host (and the replay-runner's `--cluster-state`) computes them, serialised once per
+/// set of field masks asked for and then served as the same bytes.
+pub fn generate(size: usize) -> (Workload, AnswerCache) {
     let defaults = Defaults {
         vm: yaml(VM_DEFAULTS),
         postgres: yaml(POSTGRES_DEFAULTS),
@@ -314,14 +269,11 @@ pub fn generate(size: usize) -> (Workload, Answers) {
             i,
         ));
     }
-    let answers = Answers {
-        items: [
-            releases,
-            testing::definitions(),
-            testing::instance_types(),
-        ],
-        serialised: RwLock::new(HashMap::new()),
-    };
+    let mut objects = releases;
+    objects.extend(testing::definitions());
+    objects.extend(testing::instance_types());
+    let store = ObjectStore::new(objects).expect("the generated cluster is a valid one");
+    let answers = AnswerCache::new(store);
     let new_vm = vm_values(&defaults, 1); // a u1.medium
     let create = testing::payload(
         "CREATE",
@@ -356,4 +308,37 @@ pub fn generate(size: usize) -> (Workload, Answers) {
         },
         answers,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_answers_are_the_hosts_lists_of_each_kind() {
+        let (w, answers) = generate(10);
+        assert_eq!(w.mix, (5, 4, 1));
+        let instance_types = testing::instance_types()
+            .into_iter()
+            .filter(|o| o["kind"] == Query::InstanceTypes.kind())
+            .count();
+        assert!(instance_types < testing::instance_types().len());
+        for (query, count) in [
+            // The 4 Tenants and the 10 applications.
+            (Query::Applications, 14),
+            (Query::Definitions, testing::definitions().len()),
+            // Only instance types: the reference files hold preferences too.
+            (Query::InstanceTypes, instance_types),
+        ] {
+            let bytes = Native(&answers).list(query, None).unwrap();
+            let list: Value = serde_json::from_slice(&bytes).unwrap();
+            assert_eq!(list["kind"], format!("{}List", query.kind()));
+            let items = list["items"].as_array().unwrap();
+            assert_eq!(items.len(), count, "{query:?}");
+            assert!(items.iter().all(|i| i["kind"] == query.kind()), "{query:?}");
+            // Served as the same bytes every time.
+            let again = answers.list(&list_query(query), None).unwrap();
+            assert_eq!(*again, bytes);
+        }
+    }
 }

@@ -9,12 +9,13 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 
 use crate::admission::{PolicySettings, parse_admission_request, settings_from_value};
-use crate::capabilities::{
-    Answerer, ClusterAnswers, ContextAwareAccess, LogMode, Recorder, ReplayAnswers,
-};
-use crate::cluster::ClusterState;
+use crate::answers::{Answerer, ClusterAnswers, NoAnswers, Recorder, ReplayAnswers};
+use crate::calls::ContextAwareAccess;
+use crate::capabilities::LogMode;
+use crate::engine::EngineOptions;
 use crate::host::{Host, HostOptions, access_from_metadata};
-use crate::session::{Replay, Session};
+use crate::replay::Replay;
+use crate::session::Session;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -198,24 +199,27 @@ pub fn run(args: &RunArgs) -> Result<String> {
                 .with_context(|| format!("in session file {}", path.display()))?;
             Box::new(ReplayAnswers::new(replay))
         } else if let Some(path) = &args.cluster_state {
-            let state = ClusterState::from_file(path)?;
+            let answers = ClusterAnswers::new(crate::cluster::from_file(path)?);
             if args.record_host_capabilities_interactions.is_some() {
-                Box::new(Recorder::new(ClusterAnswers { state }))
+                Box::new(Recorder::new(answers))
             } else {
-                Box::new(ClusterAnswers { state })
+                Box::new(answers)
             }
         } else {
-            Box::new(crate::capabilities::NoAnswers)
+            Box::new(NoAnswers)
         };
 
     let path = policy_path(&args.policy)?;
     let options = HostOptions {
         access: Some(ContextAwareAccess::Denied),
         log_mode: log_mode_from_env(),
-        cache_dir: if args.disable_wasmtime_cache {
-            None
-        } else {
-            default_cache_dir()
+        engine: EngineOptions {
+            cache_dir: if args.disable_wasmtime_cache {
+                None
+            } else {
+                default_cache_dir()
+            },
+            ..EngineOptions::default()
         },
     };
     let mut host = Host::from_file(&path, options)?;

@@ -1,9 +1,10 @@
-//! A waPC host for one policy module, built like policy-evaluator's waPC stack (the `wapc` crate
-//! over `wasmtime-provider`, WASI preview 1 linked in). The module is compiled and instantiated
-//! once; `validate_settings` and `validate` can then be called any number of times, each call
-//! answering the guest's host calls through the [`Dispatcher`] and counting them.
+//! A waPC host for one instance of a policy module, built like policy-evaluator's waPC stack (the
+//! `wapc` crate over `wasmtime-provider`, WASI preview 1 linked in). The instance is created once
+//! (from a module compiled once, [`Policy`]); `validate_settings` and `validate` can then be
+//! called any number of times, each call answering the guest's host calls through the
+//! [`Dispatcher`] and counting them.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use anyhow::{Context, Result};
@@ -13,21 +14,22 @@ use crate::admission::{
     AdmissionRequest, AdmissionResponse, PolicySettings, PolicyValidationResponse,
     SettingsValidationResponse, validate_payload,
 };
-use crate::capabilities::{
-    Answerer, ContextAwareAccess, Dispatcher, HostCallStats, LogMode, NoAnswers,
-};
-use crate::metadata::{Metadata, read_metadata};
+use crate::answers::{Answerer, NoAnswers};
+use crate::calls::ContextAwareAccess;
+use crate::capabilities::{Dispatcher, HostCallStats, LogMode};
+use crate::engine::{EngineOptions, Policy};
+use crate::metadata::Metadata;
 use crate::session::Session;
 
-/// How to build a [`Host`].
+/// How to build a [`Host`] from a module.
 #[derive(Debug, Clone, Default)]
 pub struct HostOptions {
     /// Which Kubernetes resources the guest may read.
     pub access: Option<ContextAwareAccess>,
     /// What to do with the guest's log events.
     pub log_mode: LogMode,
-    /// Where wasmtime caches compiled modules (`None`: no cache).
-    pub cache_dir: Option<PathBuf>,
+    /// How the module is compiled and run (the wasmtime cache, for one).
+    pub engine: EngineOptions,
 }
 
 /// One `validate` that ran to completion.
@@ -75,7 +77,7 @@ fn lock(d: &Mutex<Dispatcher>) -> MutexGuard<'_, Dispatcher> {
 }
 
 impl Host {
-    /// Loads a policy file (binary wasm, or WAT text).
+    /// Loads a policy file (binary wasm, or WAT text) and instantiates it.
     pub fn from_file(path: &Path, options: HostOptions) -> Result<Host> {
         let bytes = std::fs::read(path)
             .with_context(|| format!("Cannot read policy module {}", path.display()))?;
@@ -85,28 +87,36 @@ impl Host {
 
     /// Compiles and instantiates a module. Without `options.access`, access follows the module's
     /// metadata like `kwctl run --allow-context-aware` ([`ContextAwareAccess::AllowAll`] for a
-    /// module without metadata).
+    /// module without metadata). To instantiate a module more than once, compile it once with
+    /// [`Policy::compile`].
     pub fn from_bytes(module: &[u8], options: HostOptions) -> Result<Host> {
-        let metadata = read_metadata(module)?;
+        let policy = Policy::compile(module, &options.engine)?;
+        Self::instantiate(&policy, options)
+    }
+
+    fn instantiate(policy: &Policy, options: HostOptions) -> Result<Host> {
         let access = options
             .access
-            .unwrap_or_else(|| access_from_metadata(metadata.as_ref()));
+            .unwrap_or_else(|| access_from_metadata(policy.metadata()));
+        policy.instantiate(access, options.log_mode)
+    }
+
+    /// A host around an engine provider (see [`Policy::instantiate`]): creating the waPC host
+    /// initialises the guest.
+    pub(crate) fn new(
+        provider: Box<dyn wapc::WebAssemblyEngineProvider>,
+        access: ContextAwareAccess,
+        log_mode: LogMode,
+        metadata: Option<Metadata>,
+    ) -> Result<Host> {
         let dispatcher = Arc::new(Mutex::new(Dispatcher::new(
             access,
             Box::new(NoAnswers),
-            options.log_mode,
+            log_mode,
         )));
-        let mut builder =
-            wasmtime_provider::WasmtimeEngineProviderBuilder::new().module_bytes(module);
-        if let Some(dir) = &options.cache_dir {
-            builder = builder.enable_cache(Some(dir.as_path()));
-        }
-        let engine = builder
-            .build()
-            .map_err(|e| anyhow::anyhow!("cannot build the wasmtime engine: {e}"))?;
         let callback_dispatcher = dispatcher.clone();
         let wapc = wapc::WapcHost::new(
-            Box::new(engine),
+            provider,
             Some(Box::new(
                 move |_id, binding: &str, namespace: &str, operation: &str, payload: &[u8]| {
                     lock(&callback_dispatcher)
@@ -142,7 +152,7 @@ impl Host {
         lock(&self.dispatcher).access.clone()
     }
 
-    /// The session recorded so far, when the answerer is a [`crate::capabilities::Recorder`].
+    /// The session recorded so far, when the answerer is a [`crate::answers::Recorder`].
     pub fn recorded_session(&self) -> Option<Session> {
         lock(&self.dispatcher).answerer.recorded_session()
     }

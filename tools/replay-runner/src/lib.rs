@@ -3,23 +3,31 @@
 //! (strict replay) or from a cluster-state fixture (optionally recording a kwctl session).
 //! Never shipped; see README.md.
 //!
-//! The library exposes the pieces for reuse (e.g. by a benchmark): [`Host`] loads a module once
-//! and evaluates it repeatedly, answering host calls through any [`capabilities::Answerer`]
-//! and counting them ([`capabilities::HostCallStats`]).
+//! The library exposes the pieces for reuse (e.g. by a benchmark): [`Policy`] compiles a module
+//! once and instantiates it any number of times; a [`Host`] (one instance) evaluates it
+//! repeatedly, answering host calls through any [`answers::Answerer`] and counting them
+//! ([`capabilities::HostCallStats`]).
 
 pub mod admission;
+pub mod answers;
+pub mod calls;
 pub mod capabilities;
 pub mod cli;
 pub mod cluster;
-pub use field_mask;
+pub mod engine;
 pub mod host;
 pub mod metadata;
-pub mod selector;
+pub mod replay;
 pub mod session;
 pub mod test_guest;
 
+pub use host_sim;
+
 pub use admission::{AdmissionRequest, AdmissionResponse, PolicySettings};
-pub use capabilities::{Answer, Answerer, ContextAwareAccess, HostCallStats, KubernetesCall};
-pub use cluster::ClusterState;
+pub use answers::{Answer, Answerer, ClusterAnswers, NoAnswers, Recorder, ReplayAnswers};
+pub use calls::{ContextAwareAccess, ContextAwareResource, KubernetesCall};
+pub use capabilities::{HostCallStats, LogMode};
+pub use engine::{EngineOptions, EpochDeadlines, MemoryCreator, Policy};
 pub use host::{Evaluation, EvaluationError, Host, HostOptions};
-pub use session::{CallbackRequestType, Exchange, Replay, Response, Session};
+pub use replay::{Replay, ReplayError};
+pub use session::{CallbackRequestType, Exchange, Response, Session};

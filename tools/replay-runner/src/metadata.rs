@@ -1,15 +1,16 @@
 //! The Kubewarden metadata an annotated policy carries in its `io.kubewarden.metadata` custom
-//! section (written by `kwctl annotate`), read the way policy-evaluator's
-//! `Metadata::from_contents` does. Only what the runner needs is kept.
+//! section (written by `kwctl annotate`), found by `host_sim::metadata` the way policy-evaluator's
+//! `Metadata::from_contents` finds it. Only what the runner needs is kept.
 
 use std::collections::BTreeSet;
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, anyhow};
+use host_sim::metadata::{WasmError, metadata_section};
 use serde::Deserialize;
 
-use crate::capabilities::ContextAwareResource;
+use crate::calls::ContextAwareResource;
 
-pub const KUBEWARDEN_CUSTOM_SECTION_METADATA: &str = "io.kubewarden.metadata";
+pub use host_sim::metadata::METADATA_SECTION as KUBEWARDEN_CUSTOM_SECTION_METADATA;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -24,61 +25,14 @@ pub struct Metadata {
     pub policy_type: Option<String>,
 }
 
-fn read_leb128_u32(bytes: &[u8], pos: &mut usize) -> Result<u32> {
-    let mut result: u32 = 0;
-    let mut shift = 0;
-    loop {
-        let byte = *bytes
-            .get(*pos)
-            .ok_or_else(|| anyhow!("truncated WebAssembly module"))?;
-        *pos += 1;
-        result |= u32::from(byte & 0x7f)
-            .checked_shl(shift)
-            .ok_or_else(|| anyhow!("malformed LEB128 in WebAssembly module"))?;
-        if byte & 0x80 == 0 {
-            return Ok(result);
-        }
-        shift += 7;
-        if shift > 28 {
-            bail!("malformed LEB128 in WebAssembly module");
-        }
-    }
-}
-
-/// The custom section named `name` of a binary module, if any. `None` for non-binary input (e.g.
-/// WAT text, which wasmtime also accepts).
-pub fn custom_section<'a>(module: &'a [u8], name: &str) -> Result<Option<&'a [u8]>> {
-    if module.len() < 8 || &module[0..4] != b"\0asm" {
-        return Ok(None);
-    }
-    let mut pos = 8;
-    while pos < module.len() {
-        let id = module[pos];
-        pos += 1;
-        let size = read_leb128_u32(module, &mut pos)? as usize;
-        let end = pos
-            .checked_add(size)
-            .filter(|&e| e <= module.len())
-            .ok_or_else(|| anyhow!("truncated WebAssembly section"))?;
-        if id == 0 {
-            let mut p = pos;
-            let name_len = read_leb128_u32(module, &mut p)? as usize;
-            let name_end = p
-                .checked_add(name_len)
-                .filter(|&e| e <= end)
-                .ok_or_else(|| anyhow!("malformed custom section name"))?;
-            if &module[p..name_end] == name.as_bytes() {
-                return Ok(Some(&module[name_end..end]));
-            }
-        }
-        pos = end;
-    }
-    Ok(None)
-}
-
-/// The policy's metadata, `None` when the module is not annotated.
+/// The policy's metadata, `None` when the module is not annotated (WAT text, which wasmtime
+/// accepts too, never is).
 pub fn read_metadata(module: &[u8]) -> Result<Option<Metadata>> {
-    match custom_section(module, KUBEWARDEN_CUSTOM_SECTION_METADATA)? {
+    let section = match metadata_section(module) {
+        Err(WasmError::NotBinary) => None,
+        other => other?,
+    };
+    match section {
         None => Ok(None),
         Some(data) => serde_json::from_slice(data).map(Some).map_err(|e| {
             anyhow!(
@@ -91,30 +45,7 @@ pub fn read_metadata(module: &[u8]) -> Result<Option<Metadata>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn leb(mut n: usize) -> Vec<u8> {
-        let mut out = vec![];
-        loop {
-            let b = (n & 0x7f) as u8;
-            n >>= 7;
-            if n == 0 {
-                out.push(b);
-                return out;
-            }
-            out.push(b | 0x80);
-        }
-    }
-
-    pub(crate) fn with_custom_section(module: &[u8], name: &str, data: &[u8]) -> Vec<u8> {
-        let mut payload = leb(name.len());
-        payload.extend_from_slice(name.as_bytes());
-        payload.extend_from_slice(data);
-        let mut out = module.to_vec();
-        out.push(0);
-        out.extend(leb(payload.len()));
-        out.extend(payload);
-        out
-    }
+    use host_sim::metadata::with_custom_section;
 
     #[test]
     fn reads_context_aware_resources() {

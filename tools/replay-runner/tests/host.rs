@@ -1,10 +1,11 @@
 //! The library API a benchmark uses: one `Host`, many evaluations, in-memory answers, counters.
 
 use replay_runner::admission::{PolicySettings, parse_admission_request, validate_payload};
-use replay_runner::capabilities::{ClusterAnswers, ReplayAnswers};
+use replay_runner::answers::{ClusterAnswers, Recorder, ReplayAnswers};
 use replay_runner::test_guest::{GuestHostCall, TestGuest};
 use replay_runner::{
-    Answer, ClusterState, ContextAwareAccess, Host, HostOptions, KubernetesCall, Replay, Session,
+    Answer, ContextAwareAccess, EngineOptions, EpochDeadlines, Host, HostOptions, KubernetesCall,
+    LogMode, Policy, Replay, Session,
 };
 use serde_json::json;
 
@@ -66,13 +67,11 @@ fn evaluates_repeatedly_with_in_memory_answers_and_counts_calls_and_bytes() {
 fn replay_can_rewind_for_each_evaluation() {
     let call = GuestHostCall::list_all("cozystack.io/v1alpha1", "ApplicationDefinition", None);
     let mut recorder = host(&TestGuest::with_calls(vec![call.clone()]));
-    let state = ClusterState::from_yaml(
+    let state = replay_runner::cluster::from_yaml(
         "apiVersion: cozystack.io/v1alpha1\nkind: ApplicationDefinition\nmetadata: {name: kafka}\n",
     )
     .unwrap();
-    recorder.set_answerer(Box::new(replay_runner::capabilities::Recorder::new(
-        ClusterAnswers { state },
-    )));
+    recorder.set_answerer(Box::new(Recorder::new(ClusterAnswers::new(state))));
     let live = recorder
         .validate(&request(), &PolicySettings::new())
         .unwrap();
@@ -126,4 +125,43 @@ fn violations_and_guest_failures_are_reported() {
     settings.insert("invalid".into(), json!(true));
     let answer = trapping.validate_settings(&settings);
     assert!(!answer.valid);
+}
+
+#[test]
+fn a_policy_compiled_once_instantiates_fresh_hosts() {
+    let call = GuestHostCall::list_all("v1", "Namespace", None);
+    let guest = TestGuest::with_calls(vec![call]);
+    // Epoch interruption on, as policy-server runs policies; nothing ticks the epoch.
+    let options = EngineOptions {
+        epoch_deadlines: Some(EpochDeadlines {
+            wapc_init: 1 << 40,
+            wapc_func: 1 << 40,
+        }),
+        ..Default::default()
+    };
+    let policy = Policy::compile(guest.wat().as_bytes(), &options).unwrap();
+    assert!(policy.compile_time() > std::time::Duration::ZERO);
+    assert!(policy.metadata().is_none());
+    let answer = br#"{"apiVersion":"v1","items":[],"kind":"NamespaceList","metadata":{}}"#;
+    for _ in 0..2 {
+        let mut host = policy
+            .instantiate(ContextAwareAccess::AllowAll, LogMode::Ignore)
+            .unwrap();
+        // A fresh instance has no answers until given some.
+        let eval = host.validate(&request(), &PolicySettings::new()).unwrap();
+        assert_eq!(eval.violations.len(), 1, "{:?}", eval.violations);
+        host.set_answerer(Box::new(|_: &KubernetesCall| {
+            Answer::Success(answer.to_vec())
+        }));
+        let (result, stats, violations) = host.call(
+            "validate",
+            &validate_payload(&request(), &PolicySettings::new()),
+        );
+        assert!(result.is_ok() && violations.is_empty(), "{violations:?}");
+        assert_eq!(
+            (stats.kubernetes_calls, stats.response_bytes),
+            (1, answer.len() as u64)
+        );
+        assert_eq!(host.total_stats().kubernetes_calls, 2);
+    }
 }
