@@ -104,7 +104,7 @@ five_megabytes() {
     check_answer allow ""
     five_megabytes | review_with_spec VMDisk '{"storage":"1Ti","blob":"' '"}' >"$BATS_TEST_TMPDIR/over.json"
     run_policy "$BATS_TEST_TMPDIR/over.json"
-    check_answer deny "VMDisk tenant-foo/big: storage 1Ti exceeds pool tenant-foo: budget 100Gi"
+    check_answer deny "VMDisk tenant-foo/big: storage 1Ti exceeds pool tenant-foo by 944Gi: budget 100Gi"
 }
 
 @test "values-200k-keys: a values object with 200000 keys is decided (generated)" {

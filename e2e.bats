@@ -165,7 +165,7 @@ settings_refused() {
 @test "02-vm-create-exceeds: a VM over the pool is rejected with the figures" {
     scenario 02-vm-create-exceeds
     rejected
-    message_is "VMInstance tenant-foo/db1: memory 32Gi exceeds pool tenant-foo: budget 32Gi, reserved 16Gi by 3 applications, available 16Gi"
+    message_is "VMInstance tenant-foo/db1: memory 32Gi exceeds pool tenant-foo by 16Gi: budget 32Gi, reserved 16Gi by 3 applications (largest: VMInstance tenant-foo/vm3 8Gi, VMInstance tenant-foo/vm1 4Gi, VMInstance tenant-foo/vm2 4Gi), available 16Gi"
 }
 
 @test "03-vm-resize-up-fits: growing a VM checks only the delta" {
@@ -176,7 +176,7 @@ settings_refused() {
 @test "04-vm-resize-up-exceeds: a growth over what is left is rejected" {
     scenario 04-vm-resize-up-exceeds
     rejected
-    message_is "VMInstance tenant-foo/vm1: memory grows by 28Gi to 32Gi, which exceeds pool tenant-foo: budget 32Gi, reserved 12Gi by 2 applications, available 20Gi"
+    message_is "VMInstance tenant-foo/vm1: memory grows by 28Gi to 32Gi, which exceeds pool tenant-foo by 12Gi: budget 32Gi, reserved 12Gi by 2 applications (largest: VMInstance tenant-foo/vm3 8Gi, VMInstance tenant-foo/vm2 4Gi), available 20Gi"
 }
 
 @test "05-vm-resize-down-over-budget: shrinking passes in an over-budget pool" {
@@ -188,7 +188,7 @@ settings_refused() {
 @test "06-vm-grow-in-over-budget-pool: growing in an over-budget pool is rejected, on every key" {
     scenario 06-vm-grow-in-over-budget-pool
     rejected
-    message_is "VMInstance tenant-bar/vm1: cpu grows by 1 to 2, which exceeds pool tenant-bar: budget 2, reserved 8 by 3 applications, available 0 (over budget by 6); memory grows by 4Gi to 8Gi, which exceeds pool tenant-bar: budget 6Gi, reserved 32Gi by 3 applications, available 0 (over budget by 26Gi)"
+    message_is "VMInstance tenant-bar/vm1: cpu grows by 1 to 2, which exceeds pool tenant-bar by 8: budget 2, reserved 8 by 3 applications (largest: Postgres tenant-bar/pg 6, VMInstance tenant-bar/vm2 1, VMInstance tenant-bar/vm3 1), available 0 (over budget by 6); memory grows by 4Gi to 8Gi, which exceeds pool tenant-bar by 34Gi: budget 6Gi, reserved 32Gi by 3 applications (largest: Postgres tenant-bar/pg 24Gi, VMInstance tenant-bar/vm2 4Gi, VMInstance tenant-bar/vm3 4Gi), available 0 (over budget by 26Gi)"
 }
 
 @test "07-postgres-shrink-over-budget: fewer replicas pass in an over-budget pool" {
@@ -201,7 +201,7 @@ settings_refused() {
 @test "08-postgres-preset-replicas-exceeds: preset size times replicas, plus storage" {
     scenario 08-postgres-preset-replicas-exceeds
     rejected
-    message_is "Postgres tenant-foo/orders: memory 48Gi exceeds pool tenant-foo: budget 32Gi, reserved 16Gi by 3 applications, available 16Gi; storage 150Gi exceeds pool tenant-foo: budget 100Gi, reserved 40Gi by 2 applications, available 60Gi"
+    message_is "Postgres tenant-foo/orders: memory 48Gi exceeds pool tenant-foo by 32Gi: budget 32Gi, reserved 16Gi by 3 applications (largest: VMInstance tenant-foo/vm3 8Gi, VMInstance tenant-foo/vm1 4Gi, VMInstance tenant-foo/vm2 4Gi), available 16Gi; storage 150Gi exceeds pool tenant-foo by 90Gi: budget 100Gi, reserved 40Gi by 2 applications (largest: VMDisk tenant-foo/vm1-system 20Gi, VMDisk tenant-foo/vm2-system 20Gi), available 60Gi"
 }
 
 @test "09-postgres-preset-fits: a small preset Postgres is accepted" {
@@ -214,7 +214,7 @@ settings_refused() {
 @test "10-nested-unbounded-child-exceeds: an unbounded child draws from its parent's pool, less carve-outs" {
     scenario 10-nested-unbounded-child-exceeds
     rejected
-    message_is "VMInstance tenant-a-b/vm: cpu 4 exceeds pool tenant-a: budget 10, 4 carved out by 1 sub-tenant, reserved 4 by 1 application, available 2; memory 16Gi exceeds pool tenant-a: budget 40Gi, 16Gi carved out by 1 sub-tenant, reserved 16Gi by 1 application, available 8Gi"
+    message_is "VMInstance tenant-a-b/vm: cpu 4 exceeds pool tenant-a by 2: budget 10, 4 carved out by 1 sub-tenant, reserved 4 by 1 application (largest: Postgres tenant-a-b/pg 4), available 2; memory 16Gi exceeds pool tenant-a by 8Gi: budget 40Gi, 16Gi carved out by 1 sub-tenant, reserved 16Gi by 1 application (largest: Postgres tenant-a-b/pg 16Gi), available 8Gi"
 }
 
 @test "11-nested-unbounded-child-fits: a small VM in the unbounded child is accepted" {
@@ -225,7 +225,7 @@ settings_refused() {
 @test "12-nested-bounded-child-own-pool: a bounded child is its own pool (requests.cpu bounds cpu)" {
     scenario 12-nested-bounded-child-own-pool
     rejected
-    message_is "VMInstance tenant-a-c/vm2: cpu 1 exceeds pool tenant-a-c: budget 4, reserved 4 by 1 application, available 0; memory 512Mi exceeds pool tenant-a-c: budget 16Gi, reserved 16Gi by 1 application, available 0"
+    message_is "VMInstance tenant-a-c/vm2: cpu 1 exceeds pool tenant-a-c by 1: budget 4, reserved 4 by 1 application (largest: VMInstance tenant-a-c/big 4), available 0; memory 512Mi exceeds pool tenant-a-c by 512Mi: budget 16Gi, reserved 16Gi by 1 application (largest: VMInstance tenant-a-c/big 16Gi), available 0"
 }
 
 @test "13-outside-any-pool: a namespace with no bounded tenant above it is not checked" {
@@ -239,13 +239,13 @@ settings_refused() {
 @test "14-kubernetes-node-groups-max-replicas: node groups are charged at maxReplicas" {
     scenario 14-kubernetes-node-groups-max-replicas
     rejected
-    message_is "Kubernetes tenant-dev/k1: cpu 21 exceeds pool tenant-dev: budget 20, reserved 1 by 1 application, available 19"
+    message_is "Kubernetes tenant-dev/k1: cpu 26008m exceeds pool tenant-dev by 7008m: budget 20, reserved 1 by 1 application (largest: Postgres tenant-dev/db 1), available 19"
 }
 
 @test "15-kubernetes-implicit-md0: an empty nodeGroups is charged the chart's implicit md0" {
     scenario 15-kubernetes-implicit-md0
     rejected
-    message_is "Kubernetes tenant-dev/k2: storage 200Gi exceeds pool tenant-dev: budget 200Gi, reserved 20Gi by 1 application, available 180Gi"
+    message_is "Kubernetes tenant-dev/k2: cpu 22008m exceeds pool tenant-dev by 3008m: budget 20, reserved 1 by 1 application (largest: Postgres tenant-dev/db 1), available 19; storage 200Gi exceeds pool tenant-dev by 20Gi: budget 200Gi, reserved 20Gi by 1 application (largest: Postgres tenant-dev/db 20Gi), available 180Gi"
 }
 
 @test "16-kubernetes-fits: a small cluster is accepted" {
@@ -261,7 +261,7 @@ settings_refused() {
 @test "18-kubernetes-nodes-exceeds: a KubernetesNodes pool is charged at its ceiling" {
     scenario 18-kubernetes-nodes-exceeds
     rejected
-    message_is "KubernetesNodes tenant-prod/k1-big: cpu 96 exceeds pool tenant-prod: budget 64, reserved 19 by 1 application, available 45; memory 384Gi exceeds pool tenant-prod: budget 256Gi, reserved 54784Mi by 1 application, available 207360Mi"
+    message_is "KubernetesNodes tenant-prod/k1-big: cpu 96 exceeds pool tenant-prod by 56008m: budget 64, reserved 24008m by 1 application (largest: Kubernetes tenant-prod/k1 24008m), available 39992m; memory 384Gi exceeds pool tenant-prod by 190720Mi: budget 256Gi, reserved 59648Mi by 1 application (largest: Kubernetes tenant-prod/k1 59648Mi), available 202496Mi"
 }
 
 # ---- the object under admission fails closed -----------------------------------------------
@@ -292,20 +292,20 @@ settings_refused() {
 
 # ---- kinds without a reservation block -----------------------------------------------------
 
-@test "22-bucket-not-exempt: a kind without a reservation block needs an exemption" {
-    scenario 22-bucket-not-exempt
+@test "22-stock-kind-without-block-refused: on a stock installation a kind needs a block from the settings" {
+    scenario 22-stock-kind-without-block-refused
     rejected
-    message_is "Bucket tenant-foo/assets cannot be evaluated: ApplicationDefinition bucket declares no spec.reservation, and Bucket is not in the exemptKinds setting"
+    message_is "Bucket tenant-foo/assets cannot be evaluated: ApplicationDefinition bucket declares no spec.reservation, the reservations setting has no block for Bucket, and Bucket is not in the exemptKinds setting"
 }
 
-@test "23-bucket-exempt: an exempt kind reserves nothing" {
-    scenario 23-bucket-exempt
+@test "23-stock-kind-exempt: an exempt kind reserves nothing" {
+    scenario 23-stock-kind-exempt
     accepted
     warnings_are
 }
 
-@test "24-bucket-reservation-not-required: requireReservation: false lets a kind without a block pass" {
-    scenario 24-bucket-reservation-not-required
+@test "24-stock-reservation-not-required: requireReservation: false lets a kind without a block pass" {
+    scenario 24-stock-reservation-not-required
     accepted
 }
 
@@ -340,7 +340,7 @@ settings_refused() {
 @test "30-missing-spec: an object with no spec is charged at the schema defaults" {
     scenario 30-missing-spec
     rejected
-    message_is "VMInstance tenant-edge/vm: memory 4Gi exceeds pool tenant-edge: budget 2Gi, reserved 0 by 0 applications, available 2Gi"
+    message_is "VMInstance tenant-edge/vm: memory 4Gi exceeds pool tenant-edge by 2Gi: budget 2Gi, reserved 0 by 0 applications, available 2Gi"
 }
 
 @test "32-update-old-version-unevaluable: an unevaluable old version is charged as zero, with a warning" {
@@ -352,7 +352,7 @@ settings_refused() {
 @test "33-vm-explicit-resources-exceeds: explicit resources are what a VM is charged" {
     scenario 33-vm-explicit-resources-exceeds
     rejected
-    message_is "VMInstance tenant-foo/batch: memory 20Gi exceeds pool tenant-foo: budget 32Gi, reserved 16Gi by 3 applications, available 16Gi"
+    message_is "VMInstance tenant-foo/batch: memory 20Gi exceeds pool tenant-foo by 4Gi: budget 32Gi, reserved 16Gi by 3 applications (largest: VMInstance tenant-foo/vm3 8Gi, VMInstance tenant-foo/vm1 4Gi, VMInstance tenant-foo/vm2 4Gi), available 16Gi"
 }
 
 # ---- settings --------------------------------------------------------------------------
@@ -399,13 +399,13 @@ settings_refused() {
 @test "35-gpu-vm-class-budget-exceeded: A10s count in their class and in all classes" {
     scenario 35-gpu-vm-class-budget-exceeded
     rejected
-    message_is "VMInstance tenant-ml/b: a10.gpuclass.cozystack.io/devices 2 exceeds pool tenant-ml: budget 2, reserved 1 by 1 application, available 1; gpuclass.cozystack.io/devices 2 exceeds pool tenant-ml: budget 3, reserved 2 by 2 applications, available 1"
+    message_is "VMInstance tenant-ml/b: a10.gpuclass.cozystack.io/devices 2 exceeds pool tenant-ml by 1: budget 2, reserved 1 by 1 application (largest: VMInstance tenant-ml/train 1), available 1; gpuclass.cozystack.io/devices 2 exceeds pool tenant-ml by 1: budget 3, reserved 2 by 2 applications (largest: VMInstance tenant-ml/render 1, VMInstance tenant-ml/train 1), available 1"
 }
 
 @test "36-gpu-unclassified-device-all-classes: a device with no class counts in all classes only" {
     scenario 36-gpu-unclassified-device-all-classes
     rejected
-    message_is "VMInstance tenant-ml/c: gpuclass.cozystack.io/devices 2 exceeds pool tenant-ml: budget 3, reserved 2 by 2 applications, available 1"
+    message_is "VMInstance tenant-ml/c: gpuclass.cozystack.io/devices 2 exceeds pool tenant-ml by 1: budget 3, reserved 2 by 2 applications (largest: VMInstance tenant-ml/render 1, VMInstance tenant-ml/train 1), available 1"
 }
 
 @test "37-gpu-instance-type-fits: a gn1 instance type's GPU takes the last device" {
@@ -416,13 +416,13 @@ settings_refused() {
 @test "38-gpu-instance-type-class-exceeded: a gn1 instance type's A400 counts in the a400 class" {
     scenario 38-gpu-instance-type-class-exceeded
     rejected
-    message_is "VMInstance tenant-vision/cam2: a400.gpuclass.cozystack.io/devices 1 exceeds pool tenant-vision: budget 1, reserved 1 by 1 application, available 0"
+    message_is "VMInstance tenant-vision/cam2: a400.gpuclass.cozystack.io/devices 1 exceeds pool tenant-vision by 1: budget 1, reserved 1 by 1 application (largest: VMInstance tenant-vision/cam1 1), available 0"
 }
 
 @test "39-gpu-kubernetes-nodes-exceeds: worker pool GPUs are charged times maxReplicas" {
     scenario 39-gpu-kubernetes-nodes-exceeds
     rejected
-    message_is "KubernetesNodes tenant-ml/k1-gpu: a10.gpuclass.cozystack.io/devices 4 exceeds pool tenant-ml: budget 2, reserved 1 by 1 application, available 1; gpuclass.cozystack.io/devices 4 exceeds pool tenant-ml: budget 3, reserved 2 by 2 applications, available 1"
+    message_is "KubernetesNodes tenant-ml/k1-gpu: a10.gpuclass.cozystack.io/devices 4 exceeds pool tenant-ml by 3: budget 2, reserved 1 by 1 application (largest: VMInstance tenant-ml/train 1), available 1; cpu 8 exceeds pool tenant-ml by 8m: budget 32, reserved 24008m by 3 applications (largest: Kubernetes tenant-ml/k1 16008m, VMInstance tenant-ml/render 4, VMInstance tenant-ml/train 4), available 7992m; gpuclass.cozystack.io/devices 4 exceeds pool tenant-ml by 3: budget 3, reserved 2 by 2 applications (largest: VMInstance tenant-ml/render 1, VMInstance tenant-ml/train 1), available 1"
 }
 
 @test "40-gpu-kubernetes-nodes-fits: a one-node GPU pool takes the last A10" {
@@ -433,7 +433,7 @@ settings_refused() {
 @test "41-gpu-kubernetes-node-group-exceeds: a node group's GPUs are charged times maxReplicas" {
     scenario 41-gpu-kubernetes-node-group-exceeds
     rejected
-    message_is "Kubernetes tenant-ml/k2: a10.gpuclass.cozystack.io/devices 6 exceeds pool tenant-ml: budget 2, reserved 1 by 1 application, available 1; gpuclass.cozystack.io/devices 6 exceeds pool tenant-ml: budget 3, reserved 2 by 2 applications, available 1"
+    message_is "Kubernetes tenant-ml/k2: a10.gpuclass.cozystack.io/devices 6 exceeds pool tenant-ml by 5: budget 2, reserved 1 by 1 application (largest: VMInstance tenant-ml/train 1), available 1; cpu 18008m exceeds pool tenant-ml by 10016m: budget 32, reserved 24008m by 3 applications (largest: Kubernetes tenant-ml/k1 16008m, VMInstance tenant-ml/render 4, VMInstance tenant-ml/train 4), available 7992m; gpuclass.cozystack.io/devices 6 exceeds pool tenant-ml by 5: budget 3, reserved 2 by 2 applications (largest: VMInstance tenant-ml/render 1, VMInstance tenant-ml/train 1), available 1"
 }
 
 @test "42-gpu-shrink-over-budget: a GPU pool shrinking passes in an over-budget pool" {
@@ -445,7 +445,7 @@ settings_refused() {
 @test "43-gpu-grow-over-budget: a GPU pool growing in an over-budget pool is rejected" {
     scenario 43-gpu-grow-over-budget
     rejected
-    message_is "KubernetesNodes tenant-lab/k1-gpu: gpuclass.cozystack.io/devices grows by 1 to 4, which exceeds pool tenant-lab: budget 1, reserved 0 by 0 applications, available 1"
+    message_is "KubernetesNodes tenant-lab/k1-gpu: gpuclass.cozystack.io/devices grows by 1 to 4, which exceeds pool tenant-lab by 3: budget 1, reserved 0 by 0 applications, available 1"
 }
 
 # ---- the Tenant declaration gate -------------------------------------------------------------
@@ -459,13 +459,13 @@ settings_refused() {
 @test "45-tenant-child-exceeds: a child tenant over its parent's pool is rejected on every key" {
     scenario 45-tenant-child-exceeds
     rejected
-    message_is "Tenant tenant-a/y: cpu 6 exceeds pool tenant-a: budget 10, 4 carved out by 1 sub-tenant, reserved 1 by 1 application, available 5; memory 29Gi exceeds pool tenant-a: budget 40Gi, 8Gi carved out by 1 sub-tenant, reserved 4Gi by 1 application, available 28Gi"
+    message_is "Tenant tenant-a/y: cpu 6 exceeds pool tenant-a by 1: budget 10, 4 carved out by 1 sub-tenant, reserved 1 by 1 application (largest: VMInstance tenant-a/vm 1), available 5; memory 29Gi exceeds pool tenant-a by 1Gi: budget 40Gi, 8Gi carved out by 1 sub-tenant, reserved 4Gi by 1 application (largest: VMInstance tenant-a/vm 4Gi), available 28Gi"
 }
 
 @test "46-tenant-child-grows-exceeds: a child raising its quota is checked on the growth" {
     scenario 46-tenant-child-grows-exceeds
     rejected
-    message_is "Tenant tenant-a/x: memory grows by 32Gi to 40Gi, which exceeds pool tenant-a: budget 40Gi, reserved 4Gi by 1 application, available 36Gi"
+    message_is "Tenant tenant-a/x: memory grows by 32Gi to 40Gi, which exceeds pool tenant-a by 4Gi: budget 40Gi, reserved 4Gi by 1 application (largest: VMInstance tenant-a/vm 4Gi), available 36Gi"
 }
 
 @test "47-tenant-child-bounds-unbounded-key: a child may bound what its parent leaves unbounded" {
@@ -494,7 +494,7 @@ settings_refused() {
 @test "51-tenant-create-in-overcommitted-pool: a new child there is rejected, with the warning" {
     scenario 51-tenant-create-in-overcommitted-pool
     rejected
-    message_is "Tenant tenant-a/w: cpu 1 exceeds pool tenant-a: budget 10, 11 carved out by 2 sub-tenants, reserved 1 by 1 application, available 0 (over budget by 2)"
+    message_is "Tenant tenant-a/w: cpu 1 exceeds pool tenant-a by 3: budget 10, 11 carved out by 2 sub-tenants, reserved 1 by 1 application (largest: VMInstance tenant-a/vm 1), available 0 (over budget by 2)"
     warnings_are "pool tenant-a is overcommitted (cpu: sub-tenants declare 11 of a budget of 10)"
 }
 
@@ -507,7 +507,7 @@ settings_refused() {
 @test "53-tenant-child-gpu-budget-exceeds: a child's GPU budget must fit its parent's" {
     scenario 53-tenant-child-gpu-budget-exceeds
     rejected
-    message_is "Tenant tenant-ml/research: gpuclass.cozystack.io/devices 2 exceeds pool tenant-ml: budget 3, reserved 2 by 2 applications, available 1"
+    message_is "Tenant tenant-ml/research: gpuclass.cozystack.io/devices 2 exceeds pool tenant-ml by 1: budget 3, reserved 2 by 2 applications (largest: VMInstance tenant-ml/render 1, VMInstance tenant-ml/train 1), available 1"
 }
 
 @test "54-tenant-bounding-child-moves-apps-out: bounding a child moves its applications out of the parent pool" {
@@ -518,7 +518,7 @@ settings_refused() {
 @test "55-tenant-sibling-of-unbounded-child-exceeds: an unbounded child's applications count in the parent pool" {
     scenario 55-tenant-sibling-of-unbounded-child-exceeds
     rejected
-    message_is "Tenant tenant-a/c: memory 16Gi exceeds pool tenant-a: budget 48Gi, reserved 40Gi by 1 application, available 8Gi"
+    message_is "Tenant tenant-a/c: memory 16Gi exceeds pool tenant-a by 8Gi: budget 48Gi, reserved 40Gi by 1 application (largest: Postgres tenant-a-b/pg 40Gi), available 8Gi"
 }
 
 @test "56-tenant-child-lowers-below-use: a child may not lower its quota below what its subtree holds" {
@@ -535,7 +535,67 @@ settings_refused() {
 @test "58-vm-after-child-dropped-key: a dropped key's holdings count in the parent pool again" {
     scenario 58-vm-after-child-dropped-key
     rejected
-    message_is "VMInstance tenant-a/more: memory 8Gi exceeds pool tenant-a: budget 16Gi, reserved 16Gi by 2 applications, available 0"
+    message_is "VMInstance tenant-a/more: memory 8Gi exceeds pool tenant-a by 8Gi: budget 16Gi, reserved 16Gi by 2 applications (largest: VMInstance tenant-a-x/vm 8Gi, VMInstance tenant-a/p 8Gi), available 0"
+}
+
+# ---- a stock installation: deploy/'s settings, no blocks on the definitions, modules -------
+
+@test "59-stock-vm-fits: with the shipped settings, a VM fits what the modules and applications leave" {
+    scenario 59-stock-vm-fits
+    accepted
+    warnings_are
+}
+
+@test "60-stock-postgres-exceeds: the modules' releases count in the pool, named among the largest holders" {
+    scenario 60-stock-postgres-exceeds
+    rejected
+    message_is "Postgres tenant-acme/big: cpu 48 exceeds pool tenant-acme by 31210m: budget 24, reserved 7210m by 4 applications (largest: Etcd tenant-acme/etcd 3, VMInstance tenant-acme/web 2, Ingress tenant-acme/ingress 1210m), available 16790m; memory 192Gi exceeds pool tenant-acme by 109256Mi: budget 96Gi, reserved 10952Mi by 4 applications (largest: VMInstance tenant-acme/web 8Gi, Etcd tenant-acme/etcd 1536Mi, Ingress tenant-acme/ingress 712Mi), available 87352Mi"
+}
+
+@test "61-stock-tenant-switches-on-monitoring-exceeds: a module switched on must fit the tenant's own quota" {
+    scenario 61-stock-tenant-switches-on-monitoring-exceeds
+    rejected
+    message_is "Tenant tenant-root/acme: cpu 24 does not cover what its namespaces will hold (7210m reserved by 4 applications and 21700m by the modules it switches on (Monitoring tenant-acme/monitoring)) in pool tenant-acme"
+}
+
+@test "62-stock-tenant-switches-on-seaweedfs-fits: a module that fits is accepted" {
+    scenario 62-stock-tenant-switches-on-seaweedfs-fits
+    accepted
+    warnings_are
+}
+
+@test "63-stock-child-module-lands-in-parent-pool-exceeds: an unbounded child's module lands in the pool above" {
+    scenario 63-stock-child-module-lands-in-parent-pool-exceeds
+    rejected
+    message_is "Tenant tenant-acme/team: cpu: the modules it switches on (Monitoring tenant-acme-team/monitoring) reserve 21700m, which exceeds pool tenant-acme by 4910m: budget 24, reserved 7210m by 4 applications (largest: Etcd tenant-acme/etcd 3, VMInstance tenant-acme/web 2, Ingress tenant-acme/ingress 1210m), available 16790m"
+}
+
+# ---- the audit scanner: a CREATE of each object already stored ------------------------------
+
+@test "64-audit-existing-fits: an existing object is counted once and fits" {
+    scenario 64-audit-existing-fits
+    accepted
+    warnings_are
+}
+
+@test "65-audit-existing-over-budget: the report says how far over the pool is and who holds it" {
+    scenario 65-audit-existing-over-budget
+    rejected
+    message_is "VMInstance tenant-bar/vm1: cpu 1 exceeds pool tenant-bar by 7: budget 2, reserved 8 by 3 applications (largest: Postgres tenant-bar/pg 6, VMInstance tenant-bar/vm2 1, VMInstance tenant-bar/vm3 1), available 0 (over budget by 6); memory 4Gi exceeds pool tenant-bar by 30Gi: budget 6Gi, reserved 32Gi by 3 applications (largest: Postgres tenant-bar/pg 24Gi, VMInstance tenant-bar/vm2 4Gi, VMInstance tenant-bar/vm3 4Gi), available 0 (over budget by 26Gi)"
+}
+
+# ---- what the charts render ------------------------------------------------------------------
+
+@test "66-vmdisk-shrink-refused: a disk the chart cannot shrink is not charged less" {
+    scenario 66-vmdisk-shrink-refused
+    rejected
+    message_is "VMDisk tenant-foo/vm1-system: storage cannot shrink from 20Gi to 10Gi: the chart keeps what it has provisioned, so the lower value would under-charge it"
+}
+
+@test "67-vm-lone-cpu-is-not-rendered: a lone resources.cpu beside an instance type is charged as the instance type" {
+    scenario 67-vm-lone-cpu-is-not-rendered
+    rejected
+    message_is "VMInstance tenant-foo/db1: memory 32Gi exceeds pool tenant-foo by 16Gi: budget 32Gi, reserved 16Gi by 3 applications (largest: VMInstance tenant-foo/vm3 8Gi, VMInstance tenant-foo/vm1 4Gi, VMInstance tenant-foo/vm2 4Gi), available 16Gi"
 }
 
 # ---- from the cluster state, without a session -----------------------------------------------
@@ -543,13 +603,13 @@ settings_refused() {
 @test "cluster state: 02-vm-create-exceeds decides the same without its session" {
     from_cluster_state 02-vm-create-exceeds
     rejected
-    message_is "VMInstance tenant-foo/db1: memory 32Gi exceeds pool tenant-foo: budget 32Gi, reserved 16Gi by 3 applications, available 16Gi"
+    message_is "VMInstance tenant-foo/db1: memory 32Gi exceeds pool tenant-foo by 16Gi: budget 32Gi, reserved 16Gi by 3 applications (largest: VMInstance tenant-foo/vm3 8Gi, VMInstance tenant-foo/vm1 4Gi, VMInstance tenant-foo/vm2 4Gi), available 16Gi"
 }
 
 @test "cluster state: 10-nested-unbounded-child-exceeds (carve-outs) without its session" {
     from_cluster_state 10-nested-unbounded-child-exceeds
     rejected
-    message_has "4 carved out by 1 sub-tenant, reserved 4 by 1 application, available 2"
+    message_has "4 carved out by 1 sub-tenant, reserved 4 by 1 application (largest: Postgres tenant-a-b/pg 4), available 2"
 }
 
 @test "cluster state: 13-outside-any-pool without its session" {
@@ -600,7 +660,7 @@ settings_refused() {
         --cluster-state test_data/example/cluster.yaml \
         "$POLICY"
     rejected
-    message_is "VMInstance tenant-foo/db1: memory 32Gi exceeds pool tenant-foo: budget 32Gi, reserved 16Gi by 3 applications, available 16Gi"
+    message_is "VMInstance tenant-foo/db1: memory 32Gi exceeds pool tenant-foo by 16Gi: budget 32Gi, reserved 16Gi by 3 applications (largest: VMInstance tenant-foo/vm3 8Gi, VMInstance tenant-foo/vm1 4Gi, VMInstance tenant-foo/vm2 4Gi), available 16Gi"
 }
 
 @test "example: the same from its recorded session" {
@@ -610,5 +670,5 @@ settings_refused() {
         --replay-host-capabilities-interactions test_data/example/session.yml \
         "$POLICY"
     rejected
-    message_is "VMInstance tenant-foo/db1: memory 32Gi exceeds pool tenant-foo: budget 32Gi, reserved 16Gi by 3 applications, available 16Gi"
+    message_is "VMInstance tenant-foo/db1: memory 32Gi exceeds pool tenant-foo by 16Gi: budget 32Gi, reserved 16Gi by 3 applications (largest: VMInstance tenant-foo/vm3 8Gi, VMInstance tenant-foo/vm1 4Gi, VMInstance tenant-foo/vm2 4Gi), available 16Gi"
 }
