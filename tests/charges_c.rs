@@ -265,7 +265,7 @@ fn monitoring(#[case] spec: Value, #[case] want: Result<&[(&str, &str)], &str>) 
 }
 
 // Tenant: nothing in the Tenant's own namespace; its modules are implied applications of
-// the namespace it owns (docs/charges-c.md, "Tenant"), charged by their own kinds' blocks.
+// the namespace it owns (docs/charges.md, "Tenant"), charged by their own kinds' blocks.
 #[rstest]
 #[case::tenant_yaml_and_quota_yaml_reserve_nothing(json!({}), Ok(&[][..]))]
 #[case::module_switches_reserve_nothing_in_the_tenant_itself(
