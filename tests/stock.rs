@@ -10,10 +10,31 @@ use common::*;
 
 /// The kinds a tenant writes (Tenant and the modules aside), at their chart defaults.
 const KINDS: &[&str] = &[
-    "BootBox", "Bucket", "ClickHouse", "ComputePlane", "ExternalDNS", "FoundationDB", "HTTPCache",
-    "Harbor", "Kafka", "Kubernetes", "KubernetesNodes", "MariaDB", "MongoDB", "NATS", "OpenBAO",
-    "OpenSearch", "Postgres", "Qdrant", "RabbitMQ", "Redis", "TCPBalancer", "VMDisk",
-    "VMInstance", "VPN", "VirtualPrivateCloud",
+    "BootBox",
+    "Bucket",
+    "ClickHouse",
+    "ComputePlane",
+    "ExternalDNS",
+    "FoundationDB",
+    "HTTPCache",
+    "Harbor",
+    "Kafka",
+    "Kubernetes",
+    "KubernetesNodes",
+    "MariaDB",
+    "MongoDB",
+    "NATS",
+    "OpenBAO",
+    "OpenSearch",
+    "Postgres",
+    "Qdrant",
+    "RabbitMQ",
+    "Redis",
+    "TCPBalancer",
+    "VMDisk",
+    "VMInstance",
+    "VPN",
+    "VirtualPrivateCloud",
 ];
 
 /// The modules of tenant-acme's values, as the tenant chart creates them.
@@ -41,7 +62,12 @@ fn objects(quota: Value) -> Vec<Value> {
     }
     for kind in KINDS {
         // Named apart from the modules (a module named like a stored application exists).
-        objects.push(application(kind, "tenant-acme", &format!("my{}", kind.to_lowercase()), json!({})));
+        objects.push(application(
+            kind,
+            "tenant-acme",
+            &format!("my{}", kind.to_lowercase()),
+            json!({}),
+        ));
     }
     objects
 }
@@ -56,13 +82,19 @@ fn held() -> Resources {
     let settings = settings();
     let context = Context::new(&settings, &k8s).unwrap();
     let mut total = Resources::new();
-    let modules = MODULES.iter().map(|(kind, _)| *kind).filter(|k| *k != "Gateway");
+    let modules = MODULES
+        .iter()
+        .map(|(kind, _)| *kind)
+        .filter(|k| *k != "Gateway");
     for kind in KINDS.iter().copied().chain(modules) {
         let charge = context
             .charge_kind(kind, &json!({}))
             .unwrap_or_else(|e| panic!("{kind} at its defaults: {e}"))
             .unwrap_or_default();
-        assert!(!charge.is_empty() || ["Info", "VirtualPrivateCloud"].contains(&kind), "{kind} charges nothing");
+        assert!(
+            !charge.is_empty() || ["Info", "VirtualPrivateCloud"].contains(&kind),
+            "{kind} charges nothing"
+        );
         total.add_all(&charge).unwrap();
     }
     total
@@ -70,7 +102,15 @@ fn held() -> Resources {
 
 fn write(k8s: &Fixture, kind: &str, name: &str, spec: Value) -> Verdict {
     validate_payload(
-        &payload("CREATE", kind, "tenant-acme", name, spec, None, testing::deploy_settings()),
+        &payload(
+            "CREATE",
+            kind,
+            "tenant-acme",
+            name,
+            spec,
+            None,
+            testing::deploy_settings(),
+        ),
         k8s,
     )
 }
@@ -95,9 +135,16 @@ fn the_shipped_settings_charge_a_realistic_tenant() {
     assert!(fits.allowed && fits.warnings.is_empty(), "{fits:?}");
 
     // Three u1.large replicas (12 cpu, 48Gi) do not; the figures are the pool's.
-    let over = write(&k8s, "Postgres", "big", json!({"replicas": 3, "resourcesPreset": "u1.large"}));
+    let over = write(
+        &k8s,
+        "Postgres",
+        "big",
+        json!({"replicas": 3, "resourcesPreset": "u1.large"}),
+    );
     let message = message(&over);
-    let reserved = held.get("cpu").to_canonical(tenant_reservation_policy::quantity::Notation::Decimal);
+    let reserved = held
+        .get("cpu")
+        .to_canonical(tenant_reservation_policy::quantity::Notation::Decimal);
     assert!(
         message.starts_with(&format!(
             "Postgres tenant-acme/big: cpu 12 exceeds pool tenant-acme by 10: budget {}, reserved {reserved} by {} applications (largest: ",
@@ -107,7 +154,10 @@ fn the_shipped_settings_charge_a_realistic_tenant() {
         )),
         "{message}"
     );
-    assert!(message.contains("memory 48Gi exceeds pool tenant-acme by 44Gi"), "{message}");
+    assert!(
+        message.contains("memory 48Gi exceeds pool tenant-acme by 44Gi"),
+        "{message}"
+    );
 
     // A module switched on when the quota is this tight does not fit either.
     let computeplane = validate_payload(
@@ -116,27 +166,39 @@ fn the_shipped_settings_charge_a_realistic_tenant() {
             "Tenant",
             "tenant-root",
             "acme",
-            { let mut on = acme_spec(json!({"cpu": "1000"})); on["computeplane"] = json!(true); on },
+            {
+                let mut on = acme_spec(json!({"cpu": "1000"}));
+                on["computeplane"] = json!(true);
+                on
+            },
             Some(acme_spec(json!({"cpu": "1000"}))),
             testing::deploy_settings(),
         ),
         &k8s,
     );
-    assert!(computeplane.allowed, "1000 cpu covers a ComputePlane: {computeplane:?}");
+    assert!(
+        computeplane.allowed,
+        "1000 cpu covers a ComputePlane: {computeplane:?}"
+    );
     let tight = validate_payload(
         &payload(
             "UPDATE",
             "Tenant",
             "tenant-root",
             "acme",
-            { let mut on = acme_spec(json!({"cpu": plus("cpu", "2")})); on["computeplane"] = json!(true); on },
+            {
+                let mut on = acme_spec(json!({"cpu": plus("cpu", "2")}));
+                on["computeplane"] = json!(true);
+                on
+            },
             Some(acme_spec(json!({"cpu": plus("cpu", "2")}))),
             testing::deploy_settings(),
         ),
         &k8s,
     );
     assert!(
-        message_of(&tight).contains("by the modules it switches on (ComputePlane tenant-acme/computeplane)"),
+        message_of(&tight)
+            .contains("by the modules it switches on (ComputePlane tenant-acme/computeplane)"),
         "{tight:?}"
     );
 }
