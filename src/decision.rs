@@ -20,15 +20,32 @@ use crate::resources::{Overflow, Resources};
 pub const LARGEST_SHOWN: usize = 3;
 
 /// What the applications of a pool reserve, how many hold each key, and the largest holders.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Usage {
     pub reserved: Resources,
     pub holders: BTreeMap<String, usize>,
-    /// Per key, the largest holders (largest first, then by label), at most [`LARGEST_SHOWN`].
+    /// Per key, the largest holders (largest first, then by label), at most `keep`.
     pub largest: BTreeMap<String, Vec<(Quantity, String)>>,
+    keep: usize,
+}
+
+impl Default for Usage {
+    fn default() -> Self {
+        Usage::keeping(LARGEST_SHOWN)
+    }
 }
 
 impl Usage {
+    /// An empty usage that keeps the `keep` largest holders of each key.
+    pub fn keeping(keep: usize) -> Self {
+        Usage {
+            reserved: Resources::new(),
+            holders: BTreeMap::new(),
+            largest: BTreeMap::new(),
+            keep,
+        }
+    }
+
     /// One holder's reservation of `key`; `holder` names it (called only when it may be
     /// among the largest).
     pub fn add_key(
@@ -51,7 +68,9 @@ impl Usage {
             Some(largest) => largest,
             None => self.largest.entry(key.to_string()).or_default(),
         };
-        if largest.len() == LARGEST_SHOWN && largest.last().is_some_and(|(last, _)| q < *last) {
+        if self.keep == 0
+            || largest.len() == self.keep && largest.last().is_some_and(|(last, _)| q < *last)
+        {
             return Ok(());
         }
         let label = holder();
@@ -59,9 +78,9 @@ impl Usage {
             *other > q || (*other == q && *other_label <= label)
         };
         let at = largest.partition_point(ahead);
-        if at < LARGEST_SHOWN {
+        if at < self.keep {
             largest.insert(at, (q, label));
-            largest.truncate(LARGEST_SHOWN);
+            largest.truncate(self.keep);
         }
         Ok(())
     }

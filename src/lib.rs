@@ -4,7 +4,8 @@
 //! request walks them:
 //! - [`review`]: one request, start to verdict: intake, then the application gate or the
 //!   Tenant declaration gate;
-//! - [`context`]: the cluster as one request sees it (each list read once, charges cached);
+//! - [`context`]: the cluster as one request sees it: the tenants above the namespace, the
+//!   pools read from their roots down (`context/scope.rs`), each list read once, charges cached;
 //! - [`cluster`]: every Kubernetes lookup, behind one interface (host and fixture);
 //! - [`charge`]: what one application reserves (definition, values, evaluation, presets);
 //! - [`pool`]: the tenant tree and its pools, one [`pool::Pool`] per key;

@@ -83,16 +83,18 @@ fn shrinking_passes_even_over_budget() {
         json!({"instanceType": "u1.medium", "runStrategy": "Halted"}),
     );
     assert!(same.allowed, "{same:?}");
+    // Nothing grows: the pool is not read, only the tenants above and the two sizes, their
+    // instance types by name (u1.medium, the default, and u1.small; then u1.medium alone).
+    let above = [
+        Source::Definitions,
+        Source::Tenant,
+        Source::Tenant,
+        Source::Schema,
+    ];
+    let it = Source::InstanceTypes;
     assert_eq!(
-        k8s.calls(),
-        [
-            Query::Definitions,
-            Query::Applications,
-            Query::InstanceTypes,
-            Query::Definitions,
-            Query::Applications,
-            Query::InstanceTypes
-        ]
+        k8s.sources(),
+        [&above[..], &[it, it], &above[..], &[it]].concat()
     );
 }
 
@@ -166,9 +168,9 @@ fn a_namespace_outside_any_pool_is_accepted() {
     );
     assert!(v.allowed);
     assert_eq!(
-        k8s.calls(),
-        [Query::Definitions, Query::Applications],
-        "no instance type needed outside a pool"
+        k8s.sources(),
+        [Source::Definitions, Source::Tenant, Source::Tenant],
+        "neither values nor pools read outside a pool"
     );
     let v = create(
         &k8s,

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tenant_reservation_policy::Verdict;
-use tenant_reservation_policy::cluster::Query;
+use tenant_reservation_policy::cluster::Source;
 use tenant_reservation_policy::testing::{self, Fixture, application, payload, tenant};
 use tenant_reservation_policy::validate_payload;
 
@@ -323,8 +323,12 @@ fn delete_and_connect_make_no_lookups() {
 fn a_namespace_outside_any_pool_reads_no_instance_types() {
     let k8s = cluster();
     assert!(run("outside-any-pool-not-evaluated", &k8s).allowed);
-    // The definitions come first: they decide the HelmReleases' field masks.
-    assert_eq!(k8s.calls(), [Query::Definitions, Query::Applications]);
+    // The definitions come first (they place tenants), then the tenants above the namespace:
+    // none bounds anything, so no namespace is listed.
+    assert_eq!(
+        k8s.sources(),
+        [Source::Definitions, Source::Tenant, Source::Tenant]
+    );
 }
 
 // ---- found by this table, fixed in src/ ---------------------------------------------------
@@ -555,21 +559,29 @@ fn a_host_answer_that_is_not_a_list_is_a_clean_rejection() {
     ];
     let wants = [
         (
-            Query::Applications,
+            Source::Tenant,
+            "VMInstance tenant-foo/vm: cannot read the tenants: the HelmRelease list from the cluster is not a valid list",
+        ),
+        (
+            Source::Applications,
             "VMInstance tenant-foo/vm: cannot read the applications: the HelmRelease list from the cluster is not a valid list",
         ),
         (
-            Query::Definitions,
+            Source::Schema,
+            "VMInstance tenant-foo/vm cannot be evaluated: cannot read the schema of ApplicationDefinition vm-instance: the ApplicationDefinition list from the cluster is not a valid list",
+        ),
+        (
+            Source::Definitions,
             "VMInstance tenant-foo/vm: cannot read the ApplicationDefinitions: the ApplicationDefinition list from the cluster is not a valid list",
         ),
         (
-            Query::InstanceTypes,
+            Source::InstanceTypes,
             "VMInstance tenant-foo/vm cannot be evaluated: spec.instanceType: cannot read the instance types: the VirtualMachineClusterInstancetype list from the cluster is not a valid list",
         ),
     ];
     for (query, want) in wants {
         for answer in not_lists {
-            if query == Query::Definitions && answer.starts_with(b"{\"items\":[") {
+            if query == Source::Definitions && answer.starts_with(b"{\"items\":[") {
                 // Definitions are read item by item: a malformed item is skipped, not fatal.
                 continue;
             }
@@ -598,7 +610,7 @@ fn a_host_answer_that_is_not_a_list_is_a_clean_rejection() {
 #[test]
 fn definitions_whose_items_are_malformed_leave_the_kind_undeclared() {
     let answer = br#"{"items":[1, {"spec": 3}, {"metadata": {"name": "x"}}]}"#;
-    let k8s = cluster().answering(Query::Definitions, Ok(answer.to_vec()));
+    let k8s = cluster().answering(Source::Definitions, Ok(answer.to_vec()));
     let v = validate_payload(
         &payload(
             "CREATE",

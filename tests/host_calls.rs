@@ -6,20 +6,50 @@ use serde_json::{Value, json};
 mod common;
 use common::*;
 
+fn lookup_tenant(namespace: &str, release: &str) -> Lookup {
+    Lookup::Tenant {
+        namespace: namespace.into(),
+        release: release.into(),
+    }
+}
+
+/// 40 tenants beside foo, each with 25 applications: the rest of a cluster.
+fn the_rest_of_a_cluster() -> Vec<Value> {
+    let mut objects = Vec::new();
+    for t in 0..40 {
+        let name = format!("other{t}");
+        objects.push(tenant(
+            "tenant-root",
+            &name,
+            json!({"cpu": "8", "memory": "16Gi"}),
+        ));
+        for i in 0..25 {
+            objects.push(application(
+                "VMInstance",
+                &format!("tenant-{name}"),
+                &format!("vm{i}"),
+                json!({"instanceType": "u1.small"}),
+            ));
+        }
+    }
+    objects
+}
+
 #[test]
-fn host_calls_are_constant_and_ordered() {
+fn host_calls_follow_the_pool_not_its_size_nor_the_cluster() {
     let small = foo_pool(Vec::new());
     create(&small, "Postgres", "tenant-foo", "pg", json!({}));
-    let many: Vec<Value> = (0..200)
+    let mut many: Vec<Value> = (0..200)
         .map(|i| {
             application(
                 "VMInstance",
                 "tenant-foo",
                 &format!("vm-x{i}"),
-                json!({"instanceType": "u1.nano"}),
+                json!({"instanceType": "u1.medium"}),
             )
         })
         .collect();
+    many.extend(the_rest_of_a_cluster());
     let large = foo_pool(many);
     let verdict = create(&large, "Postgres", "tenant-foo", "pg", json!({}));
     assert!(!verdict.allowed, "200 more VMs fill the pool: {verdict:?}");
@@ -27,14 +57,30 @@ fn host_calls_are_constant_and_ordered() {
     assert_eq!(
         large.calls(),
         [
-            Query::Definitions,
-            Query::Applications,
-            Query::InstanceTypes
+            Lookup::Definitions,
+            // The tenants above the namespace, up to tenant-root.
+            lookup_tenant("tenant-root", "tenant-foo"),
+            lookup_tenant("tenant-root", "tenant-root"),
+            // The subject's kind, evaluated first.
+            Lookup::Schema {
+                definition: "postgres".into()
+            },
+            // foo's pool: its one namespace.
+            Lookup::Applications {
+                namespace: "tenant-foo".into()
+            },
+            Lookup::Schema {
+                definition: "vm-instance".into()
+            },
+            // The one instance type the pool's VMs use, by name.
+            Lookup::InstanceType {
+                name: "u1.medium".into()
+            },
         ]
     );
     // The HelmReleases are pruned to what the definitions' reservations read.
     assert_eq!(small.masks_asked(), large.masks_asked());
-    let masks = large.masks_asked()[1].clone().expect("masks");
+    let masks = large.masks_asked()[4].clone();
     for read in [
         "spec.values.instanceType",
         "spec.values.resources",
@@ -47,6 +93,52 @@ fn host_calls_are_constant_and_ordered() {
         assert!(masks.contains(read), "{read} not in {masks:?}");
     }
     assert!(!masks.contains("spec.values"), "{masks:?}");
+    // A tenant above is read for its quota alone, a definition without its schema.
+    assert_eq!(
+        large.masks_asked()[1],
+        [
+            "metadata.labels",
+            "metadata.name",
+            "metadata.namespace",
+            "spec.values.resourceQuotas"
+        ]
+        .map(String::from)
+        .into()
+    );
+    assert!(!large.masks_asked()[0].contains("spec.application.openAPISchema"));
+}
+
+#[test]
+fn a_pool_is_read_namespace_by_namespace_down_to_its_carve_outs() {
+    // tenant-root -> a (bounds cpu, memory) -> { b (unbounded) -> c (bounds memory), d (bounds
+    // cpu and memory) }: a's memory pool is a, a-b; a-b-c and a-d are carved out of it.
+    let k8s = cluster(vec![
+        tenant("tenant-root", "root", json!({})),
+        tenant("tenant-root", "a", json!({"cpu": "8", "memory": "16Gi"})),
+        tenant("tenant-a", "b", json!({})),
+        tenant("tenant-a-b", "c", json!({"memory": "4Gi"})),
+        tenant("tenant-a", "d", json!({"cpu": "2", "memory": "4Gi"})),
+        application("VMDisk", "tenant-a-b-c", "disk", json!({"storage": "1Gi"})),
+    ]);
+    let v = create(
+        &k8s,
+        "Postgres",
+        "tenant-a-b",
+        "pg",
+        json!({"size": "0", "resources": {"memory": "1Gi", "cpu": "100m"}, "replicas": 1}),
+    );
+    assert!(v.allowed, "{v:?}");
+    let listed: Vec<String> = k8s
+        .calls()
+        .into_iter()
+        .filter_map(|l| match l {
+            Lookup::Applications { namespace } => Some(namespace),
+            _ => None,
+        })
+        .collect();
+    // b bounds neither key: read; d bounds both: carved out, unread; c bounds memory only but
+    // no more than that: read for cpu.
+    assert_eq!(listed, ["tenant-a", "tenant-a-b", "tenant-a-b-c"]);
 }
 
 #[test]
@@ -208,21 +300,62 @@ fn field_masks_never_change_a_verdict() {
         requests.len(),
         "the requests exercise rejections and warnings"
     );
-    // Every run asked for masked lists; the unmasked host was asked the same and ignored them.
-    let asked = k8s.masks_asked();
-    assert!(asked.iter().all(Option::is_some), "{asked:?}");
-    assert_eq!(unmasked.masks_asked(), asked);
+    // The unmasked host was asked the same and ignored the masks.
+    assert_eq!(unmasked.masks_asked(), k8s.masks_asked());
+    assert_eq!(unmasked.calls(), k8s.calls());
 }
 
 #[test]
 fn a_host_answer_that_is_not_a_list_is_refused() {
-    let k8s = foo_pool(Vec::new()).answering(Query::Applications, Ok(b"[1,2]".to_vec()));
+    let k8s = foo_pool(Vec::new()).answering(Source::Applications, Ok(b"[1,2]".to_vec()));
     let v = create(&k8s, "VMDisk", "tenant-foo", "d", json!({}));
     assert!(message(&v).starts_with("VMDisk tenant-foo/d: cannot read the applications: the HelmRelease list from the cluster is not a valid list"), "{v:?}");
-    let k8s = foo_pool(Vec::new()).answering(Query::Definitions, Err("connection refused".into()));
+    let k8s = foo_pool(Vec::new()).answering(Source::Definitions, Err("connection refused".into()));
     let v = create(&k8s, "VMDisk", "tenant-foo", "d", json!({}));
     assert_eq!(
         message(&v),
         "VMDisk tenant-foo/d: cannot read the ApplicationDefinitions: connection refused"
+    );
+}
+
+#[test]
+fn an_instance_type_is_read_by_name_once_and_a_name_no_object_can_have_never() {
+    let k8s = foo_pool(Vec::new());
+    let v = create(
+        &k8s,
+        "VMInstance",
+        "tenant-foo",
+        "vm-bad",
+        json!({"instanceType": "u1.medium,metadata.name=u1.small"}),
+    );
+    assert!(!v.allowed, "{v:?}");
+    let message = v.message.unwrap_or_default();
+    assert!(
+        message.contains(r#"instance type "u1.medium,metadata.name=u1.small" does not exist"#),
+        "{message}"
+    );
+    let instance_types = |k8s: &Fixture| -> Vec<Lookup> {
+        k8s.calls()
+            .into_iter()
+            .filter(|l| matches!(l, Lookup::InstanceType { .. }))
+            .collect()
+    };
+    // Never a field selector built from the value.
+    assert_eq!(instance_types(&k8s), []);
+    k8s.forget_calls();
+    let v = create(
+        &k8s,
+        "VMInstance",
+        "tenant-foo",
+        "vm3",
+        json!({"instanceType": "u1.medium"}),
+    );
+    assert!(v.allowed, "{v:?}");
+    // The subject and the pool's two VMs (one at the default) use one type, read once.
+    assert_eq!(
+        instance_types(&k8s),
+        [Lookup::InstanceType {
+            name: "u1.medium".into()
+        }]
     );
 }

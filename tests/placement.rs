@@ -84,7 +84,8 @@ fn a_tenant_release_the_chart_cannot_render_is_ignored_with_a_warning() {
             None,
             json!({"resourceQuotas": {"cpu": "0"}}),
         );
-        let k8s = cluster(vec![tenant("tenant-root", "root", json!({})), odd]);
+        let root = tenant("tenant-root", "root", json!({"memory": "64Gi"}));
+        let k8s = cluster(vec![root, odd.clone()]);
         let v = vm(&k8s, "tenant-root");
         assert!(v.allowed, "{v:?}");
         assert_eq!(
@@ -93,6 +94,11 @@ fn a_tenant_release_the_chart_cannot_render_is_ignored_with_a_warning() {
                 "Tenant release tenant-root/{name} is ignored: the tenant chart renders only releases named tenant-<name> with no other dash, so it owns no namespace and bounds nothing"
             )]
         );
+        // Outside any pool the namespace is not read at all, so neither is the release.
+        let k8s = cluster(vec![tenant("tenant-root", "root", json!({})), odd]);
+        let v = vm(&k8s, "tenant-root");
+        assert!(v.allowed && v.warnings.is_empty(), "{v:?}");
+        assert!(!k8s.sources().contains(&Source::Applications));
     }
 }
 

@@ -15,7 +15,6 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::{Value, json};
 use tenant_reservation_policy::Resources;
-use tenant_reservation_policy::cluster::{Kubernetes, Query};
 use tenant_reservation_policy::quantity::{Notation, Quantity};
 use tenant_reservation_policy::settings::Settings;
 use tenant_reservation_policy::testing::{self, Fixture, application, payload, tenant};
@@ -53,39 +52,16 @@ const INSTANCE_TYPES: &[&str] = &[
     "gn1.2xlarge",
 ];
 
-/// The definition and instance type lists, built and serialised once.
-struct Static {
-    definitions: Vec<u8>,
-    instance_types: Vec<u8>,
-}
-
-fn lists() -> &'static Static {
-    static LISTS: OnceLock<Static> = OnceLock::new();
-    LISTS.get_or_init(|| {
-        let mut objects: Vec<Value> = testing::definitions()
-            .into_iter()
-            .filter(|d| KINDS.iter().any(|k| d["spec"]["application"]["kind"] == *k))
-            .collect();
-        objects.extend(
-            testing::instance_types()
-                .into_iter()
-                .filter(|t| INSTANCE_TYPES.iter().any(|n| t["metadata"]["name"] == *n)),
-        );
-        let fixture = Fixture::new(objects);
-        Static {
-            // Whole objects: a host may always answer more than the masks ask.
-            definitions: fixture.list(Query::Definitions, None).expect("a list"),
-            instance_types: fixture.list(Query::InstanceTypes, None).expect("a list"),
-        }
-    })
+/// The definitions and instance types, and their lists built and serialised once.
+fn lists() -> &'static testing::Trimmed {
+    static LISTS: OnceLock<testing::Trimmed> = OnceLock::new();
+    LISTS.get_or_init(|| testing::Trimmed::new(KINDS, INSTANCE_TYPES))
 }
 
 /// A cluster like `testing::cluster` whose definition and instance type lists are served
-/// from [`lists`]: only the applications' list is made per request.
+/// from [`lists`]: only the schemas and the applications' lists are made per request.
 fn cluster(objects: Vec<Value>) -> Fixture {
-    Fixture::new(objects)
-        .answering(Query::Definitions, Ok(lists().definitions.clone()))
-        .answering(Query::InstanceTypes, Ok(lists().instance_types.clone()))
+    lists().cluster(objects)
 }
 
 fn gpu_settings() -> &'static Settings {

@@ -6,20 +6,16 @@
 //!
 //! Every input is charged (definitions prepared once, so this runs fast); with bit 0x80 of
 //! byte 1 it is also decided end to end, CREATE and UPDATE (and, with bit 0x08, stored as a
-//! sibling), which re-reads the cluster's lists each time as the policy does. Checked: no
+//! sibling), which reads the cluster's lists each time as the policy does. Checked: no
 //! panic; a rejection always says why; an object that cannot be charged is never admitted
 //! into a pool; one that charges nothing always is; an UPDATE that changes nothing never
 //! exceeds a pool.
 
 #![no_main]
 
-use std::collections::BTreeSet;
-use std::sync::OnceLock;
-
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
 use tenant_reservation_policy::Resources;
-use tenant_reservation_policy::cluster::{Kubernetes, Query};
 use tenant_reservation_policy::settings::Settings;
 use tenant_reservation_policy::testing::{self, Fixture, application, payload, tenant};
 use tenant_reservation_policy::validate_payload;
@@ -118,60 +114,17 @@ fn pools() -> Vec<Value> {
     ]
 }
 
-/// The cluster's three lists, serialised once; the applications' list is rebuilt only when
-/// the fuzzed values are stored in it as a sibling.
-struct Lists {
-    applications: Vec<u8>,
-    definitions: Vec<u8>,
-    instance_types: Vec<u8>,
-}
-
-fn lists() -> &'static Lists {
-    static LISTS: OnceLock<Lists> = OnceLock::new();
-    LISTS.get_or_init(|| {
-        let cluster = testing::cluster(pools());
-        Lists {
-            applications: cluster.list(Query::Applications, None).expect("a list"),
-            definitions: cluster.list(Query::Definitions, None).expect("a list"),
-            instance_types: cluster.list(Query::InstanceTypes, None).expect("a list"),
-        }
-    })
-}
-
-struct Cluster {
-    /// Replaces the stored applications when set.
-    applications: Option<Vec<u8>>,
-}
-
-impl Kubernetes for Cluster {
-    fn list(
-        &self,
-        query: Query,
-        _field_masks: Option<&BTreeSet<String>>,
-    ) -> Result<Vec<u8>, String> {
-        let lists = lists();
-        Ok(match query {
-            Query::Applications => self
-                .applications
-                .clone()
-                .unwrap_or_else(|| lists.applications.clone()),
-            Query::Definitions => lists.definitions.clone(),
-            Query::InstanceTypes => lists.instance_types.clone(),
-        })
-    }
+thread_local! {
+    /// The cluster, built once per thread; a request's lookups are answered from it as the
+    /// host answers them.
+    static CLUSTER: &'static Fixture = Box::leak(Box::new(testing::cluster(pools())));
 }
 
 /// The cluster with one more stored object.
-fn stored_with(object: Value) -> Cluster {
-    let mut objects = pools();
-    objects.push(object);
-    Cluster {
-        applications: Some(
-            Fixture::new(objects)
-                .list(Query::Applications, None)
-                .expect("a list"),
-        ),
-    }
+fn stored_with(object: Value) -> Fixture {
+    let mut cluster = CLUSTER.with(|c| Fixture::clone(c));
+    cluster.add(object);
+    cluster
 }
 
 fn settings(shape: u8) -> Value {
@@ -189,8 +142,7 @@ thread_local! {
         let settings: &'static Settings = Box::leak(Box::new(
             serde_json::from_value(settings(0)).expect("valid settings"),
         ));
-        let cluster: &'static Cluster = Box::leak(Box::new(Cluster { applications: None }));
-        Context::new(settings, cluster).expect("valid settings")
+        Context::new(settings, CLUSTER.with(|c| *c)).expect("valid settings")
     };
 }
 
@@ -233,7 +185,8 @@ fuzz_target!(|data: &[u8]| {
     if shape & 0x80 == 0 {
         return;
     }
-    let no_stored = Cluster { applications: None };
+    let no_stored = CLUSTER.with(|c| *c);
+    no_stored.forget_calls();
 
     // CREATE of the values.
     let verdict = validate_payload(
@@ -246,7 +199,7 @@ fuzz_target!(|data: &[u8]| {
             None,
             settings(*shape),
         ),
-        &no_stored,
+        no_stored,
     );
     check(&verdict);
     if kind != "Tenant" {

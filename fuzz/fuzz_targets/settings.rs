@@ -6,15 +6,13 @@
 
 #![no_main]
 
-use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use tenant_reservation_policy::cluster::{Kubernetes, Query};
 use tenant_reservation_policy::settings::Settings;
-use tenant_reservation_policy::testing::{self, application, payload, tenant};
+use tenant_reservation_policy::testing::{self, Fixture, application, payload, tenant};
 use tenant_reservation_policy::{check_settings, validate_payload};
 
 /// Writes whose outcome settings change: device classes, presets, aliases, exemptions,
@@ -40,50 +38,26 @@ fn requests() -> &'static [Value] {
     })
 }
 
-struct Cluster {
-    applications: Vec<u8>,
-    definitions: Vec<u8>,
-    instance_types: Vec<u8>,
-}
-
-fn cluster() -> &'static Cluster {
-    static CLUSTER: OnceLock<Cluster> = OnceLock::new();
-    CLUSTER.get_or_init(|| {
+thread_local! {
+    /// The cluster, built once per thread.
+    static CLUSTER: &'static Fixture = {
         let fixture = testing::cluster(vec![
-            tenant("tenant-root", "root", json!({})),
-            tenant(
-                "tenant-root",
-                "foo",
-                json!({"requests.cpu": "16", "limits.memory": "32Gi", "storage": "100Gi",
-                       "gpuclass.cozystack.io/devices": "4", "a10.gpuclass.cozystack.io/devices": "2"}),
-            ),
-            tenant("tenant-foo", "cap", json!({"limits.cpu": "4"})),
-            application("VMInstance", "tenant-foo", "vm1", json!({"gpus": [{"name": "nvidia.com/GA102GL_A10"}]})),
-            application("Postgres", "tenant-foo", "pg1", json!({"resourcesPreset": "custom.large"})),
-            tenant("tenant-root", "legacy", json!({"memory": "8Gi"})),
-            application("VMInstance", "tenant-legacy", "old", json!({"instanceType": "gone.large"})),
-            application("Bucket", "tenant-legacy", "b", json!({})),
-        ]);
-        Cluster {
-            applications: fixture.list(Query::Applications, None).expect("a list"),
-            definitions: fixture.list(Query::Definitions, None).expect("a list"),
-            instance_types: fixture.list(Query::InstanceTypes, None).expect("a list"),
-        }
-    })
-}
-
-impl Kubernetes for Cluster {
-    fn list(
-        &self,
-        query: Query,
-        _field_masks: Option<&BTreeSet<String>>,
-    ) -> Result<Vec<u8>, String> {
-        Ok(match query {
-            Query::Applications => self.applications.clone(),
-            Query::Definitions => self.definitions.clone(),
-            Query::InstanceTypes => self.instance_types.clone(),
-        })
-    }
+                tenant("tenant-root", "root", json!({})),
+                tenant(
+                    "tenant-root",
+                    "foo",
+                    json!({"requests.cpu": "16", "limits.memory": "32Gi", "storage": "100Gi",
+                           "gpuclass.cozystack.io/devices": "4", "a10.gpuclass.cozystack.io/devices": "2"}),
+                ),
+                tenant("tenant-foo", "cap", json!({"limits.cpu": "4"})),
+                application("VMInstance", "tenant-foo", "vm1", json!({"gpus": [{"name": "nvidia.com/GA102GL_A10"}]})),
+                application("Postgres", "tenant-foo", "pg1", json!({"resourcesPreset": "custom.large"})),
+                tenant("tenant-root", "legacy", json!({"memory": "8Gi"})),
+                application("VMInstance", "tenant-legacy", "old", json!({"instanceType": "gone.large"})),
+                application("Bucket", "tenant-legacy", "b", json!({})),
+            ]);
+        Box::leak(Box::new(fixture))
+    };
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -105,7 +79,9 @@ fuzz_target!(|data: &[u8]| {
     };
     let request = &requests()[usize::from(*pick) % requests().len()];
     let body = format!(r#"{{"request":{request},"settings":{}}}"#, raw.get());
-    let verdict = validate_payload(body.as_bytes(), cluster());
+    let cluster = CLUSTER.with(|c| *c);
+    cluster.forget_calls();
+    let verdict = validate_payload(body.as_bytes(), cluster);
     assert_eq!(verdict.allowed, verdict.message.is_none(), "{verdict:?}");
     if answer.valid {
         assert!(

@@ -15,6 +15,7 @@ pub mod terms;
 pub mod values;
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::resources::Resources;
 use definition::{ApplicationDefinition, Reservation};
@@ -39,6 +40,8 @@ pub enum ChargeError {
         "ApplicationDefinition {definition}: spec.application.openAPISchema must be a string, not {found}"
     )]
     SchemaNotAString { definition: String, found: String },
+    #[error("cannot read the schema of ApplicationDefinition {definition}: {reason}")]
+    SchemaUnanswered { definition: String, reason: String },
     #[error("ApplicationDefinition {definition}: spec.application.openAPISchema: {reason}")]
     SchemaUnreadable { definition: String, reason: String },
     #[error(
@@ -67,11 +70,13 @@ pub struct Governing {
 
 impl Governing {
     /// The definition that governs `kind`, of those that declare it: exactly one must.
-    /// `fallback` is the settings' block for the kind, used when the definition has none.
+    /// `fallback` is the settings' block for the kind, used when the definition has none;
+    /// `schema` reads the definition's `openAPISchema`, asked only when a block is in force.
     pub fn of_kind<'d>(
         kind: &str,
         mut declaring: impl Iterator<Item = &'d ApplicationDefinition>,
         fallback: Option<&Value>,
+        schema: impl FnOnce(&ApplicationDefinition) -> Result<Option<Box<RawValue>>, ChargeError>,
     ) -> Result<Governing, ChargeError> {
         let Some(first) = declaring.next() else {
             return Err(ChargeError::NoDefinition { kind: kind.into() });
@@ -86,13 +91,14 @@ impl Governing {
                     .collect(),
             });
         }
-        Governing::prepare(first, fallback)
+        Governing::prepare(first, fallback, schema)
     }
 
     /// Parses the block in force and the openAPISchema; the error names the definition.
     pub fn prepare(
         definition: &ApplicationDefinition,
         fallback: Option<&Value>,
+        schema: impl FnOnce(&ApplicationDefinition) -> Result<Option<Box<RawValue>>, ChargeError>,
     ) -> Result<Governing, ChargeError> {
         let name = &definition.metadata.name;
         let reservation = match (&definition.spec.reservation, fallback) {
@@ -112,7 +118,16 @@ impl Governing {
             })?),
             _ => None,
         };
-        let text = match definition.spec.application.open_api_schema.as_deref() {
+        if reservation.is_none() {
+            // Nothing to evaluate: the schema is not read.
+            return Ok(Governing {
+                definition_name: name.clone(),
+                reservation,
+                schema: Schema::none(),
+            });
+        }
+        let raw = schema(definition)?;
+        let text = match raw.as_deref() {
             None => String::new(),
             // A list answer is valid JSON, so the raw token always parses.
             Some(raw) => match serde_json::from_str::<Value>(raw.get()) {
@@ -187,13 +202,20 @@ mod tests {
         serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).unwrap()
     }
 
+    /// The schema the definition carries itself.
+    fn inline(d: &ApplicationDefinition) -> Result<Option<Box<RawValue>>, ChargeError> {
+        Ok(d.spec.application.open_api_schema.clone())
+    }
+
     #[test]
     fn names_the_definition_when_its_schema_is_broken() {
         let def = definition(
             "broken",
             json!({"application": {"kind": "Broken", "openAPISchema": "{not json"}, "reservation": {}}),
         );
-        let err = Governing::prepare(&def, None).unwrap_err().to_string();
+        let err = Governing::prepare(&def, None, inline)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with(
                 "ApplicationDefinition broken: spec.application.openAPISchema is not valid JSON"
@@ -202,10 +224,12 @@ mod tests {
         );
         let def = definition(
             "odd",
-            json!({"application": {"kind": "Odd", "openAPISchema": {"type": "object"}}}),
+            json!({"application": {"kind": "Odd", "openAPISchema": {"type": "object"}}, "reservation": {}}),
         );
         assert_eq!(
-            Governing::prepare(&def, None).unwrap_err().to_string(),
+            Governing::prepare(&def, None, inline)
+                .unwrap_err()
+                .to_string(),
             "ApplicationDefinition odd: spec.application.openAPISchema must be a string, not an object"
         );
     }
@@ -215,35 +239,37 @@ mod tests {
         let a = definition("a", json!({"application": {"kind": "K"}}));
         let b = definition("b", json!({"application": {"kind": "K"}}));
         assert_eq!(
-            Governing::of_kind("K", [].into_iter(), None)
+            Governing::of_kind("K", [].into_iter(), None, inline)
                 .unwrap_err()
                 .to_string(),
             "no ApplicationDefinition declares kind K"
         );
         assert_eq!(
-            Governing::of_kind("K", [&a, &b].into_iter(), None)
+            Governing::of_kind("K", [&a, &b].into_iter(), None, inline)
                 .unwrap_err()
                 .to_string(),
             "kind K is declared by 2 ApplicationDefinitions (a, b)"
         );
-        let one = Governing::of_kind("K", [&a].into_iter(), None).unwrap();
+        let one = Governing::of_kind("K", [&a].into_iter(), None, inline).unwrap();
         assert_eq!(one.definition_name, "a");
         assert!(one.reservation.is_none());
         // The settings' block stands in for a definition that carries none, never over one.
         let settings_block = json!({"storage": "size"});
-        let stock = Governing::of_kind("K", [&a].into_iter(), Some(&settings_block)).unwrap();
+        let stock =
+            Governing::of_kind("K", [&a].into_iter(), Some(&settings_block), inline).unwrap();
         assert!(stock.reservation.is_some());
         let own = definition(
             "own",
             json!({"application": {"kind": "K"}, "reservation": {"storage": "disk"}}),
         );
-        let governed = Governing::of_kind("K", [&own].into_iter(), Some(&settings_block)).unwrap();
+        let governed =
+            Governing::of_kind("K", [&own].into_iter(), Some(&settings_block), inline).unwrap();
         let mut paths = std::collections::BTreeSet::new();
         let block = governed.reservation.unwrap();
         block.read_paths(&mut paths);
         assert_eq!(paths.into_iter().collect::<Vec<_>>(), ["disk"]);
         assert!(
-            Governing::of_kind("K", [&a].into_iter(), Some(&json!({"storag": "x"})))
+            Governing::of_kind("K", [&a].into_iter(), Some(&json!({"storag": "x"})), inline)
                 .unwrap_err()
                 .to_string()
                 .starts_with(

@@ -1,10 +1,11 @@
-//! The field masks the policy sends with each list, so that only what it reads travels.
+//! The field masks of the applications' lists, so that only the values the reservations read
+//! travel.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::Query;
+use super::APPLICATION_FIXED_MASKS;
 use crate::charge::definition::{ApplicationDefinition, Reservation};
 use crate::keys::RESOURCE_QUOTAS;
 
@@ -27,7 +28,7 @@ pub fn application_masks(
     definitions: Option<&[ApplicationDefinition]>,
     fallback: &BTreeMap<String, Value>,
 ) -> BTreeSet<String> {
-    let fixed = Query::Applications.fixed_field_masks().iter();
+    let fixed = APPLICATION_FIXED_MASKS.iter();
     let whole = || {
         fixed
             .clone()

@@ -1,16 +1,23 @@
 //! Every Kubernetes lookup the policy makes, behind one small interface.
 //!
-//! [`Kubernetes`] answers three cluster-wide list queries with the raw JSON the Kubewarden
-//! host returns; [`host::Host`] asks the host, `testing::Cluster` answers from memory
-//! (tests, the benchmark and the fuzzers). Parsing the answers ([`parse`]) is shared, so a
-//! fixture exercises the same code as production; [`masks`] says which fields to ask for.
+//! [`Kubernetes`] answers a [`Lookup`] with the raw JSON list the Kubewarden host returns;
+//! [`host::Host`] asks the host, `testing::Fixture` answers from memory (tests, the
+//! benchmark and the fuzzers). Parsing the answers ([`parse`]) is shared, so a fixture
+//! exercises the same code as production; [`masks`] says which fields to ask for.
 //!
-//! The number of calls per request is constant, whatever the number of applications: one
-//! list of definitions, one list of HelmReleases (every application and every Tenant), and
-//! one list of instance types only when an evaluation needs one. They come in that order,
-//! as kwctl's session replay requires a deterministic sequence: the definitions come first
-//! because they say which fields of the applications' values the policy reads, and so which
-//! field masks the host can prune the HelmReleases to.
+//! The lookups read what a decision needs and no more, so that a request's cost follows the
+//! pool it lands in, not the cluster:
+//!
+//! - the definitions, without their schemas, and a kind's schema only when one of its
+//!   applications is evaluated;
+//! - the Tenants above the namespace written to, one by one by name;
+//! - the applications (and child Tenants) of each namespace of the pools in question, one
+//!   namespace at a time;
+//! - an instance type by name, only when an evaluation needs it.
+//!
+//! Every lookup is a list (the host serves lists from a watch cache: no API round trip per
+//! request), and their sequence depends only on the request and the cluster, as kwctl's
+//! session replay requires.
 
 pub mod host;
 mod masks;
@@ -18,63 +25,132 @@ mod parse;
 
 use std::collections::BTreeSet;
 
-use crate::keys::KIND_LABEL;
+use crate::keys::{KIND_LABEL, TENANT_KIND};
 
 pub use masks::application_masks;
-pub use parse::{Application, parse_applications, parse_definitions, parse_instance_types};
+pub use parse::{
+    Application, parse_applications, parse_definitions, parse_instance_types, parse_schema,
+};
 
-/// The three lists the policy reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Query {
-    /// `cozystack.io/v1alpha1` ApplicationDefinitions.
+/// `helm.toolkit.fluxcd.io/v2` HelmRelease: how Cozystack stores an application.
+pub const HELM_RELEASE: (&str, &str) = ("helm.toolkit.fluxcd.io/v2", "HelmRelease");
+/// `cozystack.io/v1alpha1` ApplicationDefinition.
+pub const APPLICATION_DEFINITION: (&str, &str) = ("cozystack.io/v1alpha1", "ApplicationDefinition");
+/// `instancetype.kubevirt.io/v1beta1` VirtualMachineClusterInstancetype.
+pub const INSTANCE_TYPE: (&str, &str) = (
+    "instancetype.kubevirt.io/v1beta1",
+    "VirtualMachineClusterInstancetype",
+);
+
+/// What every application listed keeps: the rest of a HelmRelease (its chart spec and
+/// status) is most of its size, and only the value paths of [`application_masks`] are read.
+pub(crate) const APPLICATION_FIXED_MASKS: &[&str] =
+    &["metadata.labels", "metadata.name", "metadata.namespace"];
+
+/// One list the policy reads.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Lookup {
+    /// Every ApplicationDefinition, without its schema.
     Definitions,
-    /// `helm.toolkit.fluxcd.io/v2` HelmReleases labelled as Cozystack applications.
+    /// One ApplicationDefinition's `openAPISchema`, by the definition's name.
+    Schema { definition: String },
+    /// One Tenant's HelmRelease, by its namespace and release name: a tenant above the
+    /// namespace written to.
+    Tenant { namespace: String, release: String },
+    /// Every application of one namespace (its child Tenants included).
+    Applications { namespace: String },
+    /// Every application of the cluster: the ledger's one read, never an admission's.
+    AllApplications,
+    /// One VirtualMachineClusterInstancetype, by name: a pool uses a few of the hundred a
+    /// Cozystack installs, and their description annotations (kept whole, as all metadata
+    /// is) are most of their size.
+    InstanceType { name: String },
+}
+
+/// What a lookup reads, without its parameters: for fixtures that answer every lookup of one
+/// kind alike, and for counting calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Source {
+    Definitions,
+    Schema,
+    Tenant,
     Applications,
-    /// `instancetype.kubevirt.io/v1beta1` VirtualMachineClusterInstancetypes.
     InstanceTypes,
 }
 
-impl Query {
-    pub fn api_version(self) -> &'static str {
+impl Lookup {
+    pub fn source(&self) -> Source {
         match self {
-            Query::Applications => "helm.toolkit.fluxcd.io/v2",
-            Query::Definitions => "cozystack.io/v1alpha1",
-            Query::InstanceTypes => "instancetype.kubevirt.io/v1beta1",
+            Lookup::Definitions => Source::Definitions,
+            Lookup::Schema { .. } => Source::Schema,
+            Lookup::Tenant { .. } => Source::Tenant,
+            Lookup::Applications { .. } | Lookup::AllApplications => Source::Applications,
+            Lookup::InstanceType { .. } => Source::InstanceTypes,
         }
     }
 
-    pub fn kind(self) -> &'static str {
+    /// The listed resource: (apiVersion, kind).
+    pub fn resource(&self) -> (&'static str, &'static str) {
         match self {
-            Query::Applications => "HelmRelease",
-            Query::Definitions => "ApplicationDefinition",
-            Query::InstanceTypes => "VirtualMachineClusterInstancetype",
+            Lookup::Definitions | Lookup::Schema { .. } => APPLICATION_DEFINITION,
+            Lookup::Tenant { .. } | Lookup::Applications { .. } | Lookup::AllApplications => {
+                HELM_RELEASE
+            }
+            Lookup::InstanceType { .. } => INSTANCE_TYPE,
         }
     }
 
-    pub fn label_selector(self) -> Option<&'static str> {
+    /// The namespace listed (`list_resources_by_namespace`); `None`: the whole cluster
+    /// (`list_resources_all`).
+    pub fn namespace(&self) -> Option<&str> {
         match self {
-            Query::Applications => Some(KIND_LABEL),
+            Lookup::Tenant { namespace, .. } | Lookup::Applications { namespace } => {
+                Some(namespace)
+            }
             _ => None,
         }
     }
 
-    /// The fields the policy reads of every object of the list, whatever the cluster holds
-    /// (the host always keeps `apiVersion`, `kind` and `metadata`). A HelmRelease is also
-    /// read in the value paths of [`application_masks`].
-    pub fn fixed_field_masks(self) -> &'static [&'static str] {
+    pub fn label_selector(&self) -> Option<String> {
         match self {
-            // A HelmRelease's chart spec and status are most of its size.
-            Query::Applications => &["metadata.labels", "metadata.name", "metadata.namespace"],
-            // A definition's dashboard (its icon), release and secrets are most of its size.
-            Query::Definitions => &[
+            Lookup::Applications { .. } | Lookup::AllApplications => Some(KIND_LABEL.to_string()),
+            Lookup::Tenant { .. } => Some(format!("{KIND_LABEL}={TENANT_KIND}")),
+            _ => None,
+        }
+    }
+
+    pub fn field_selector(&self) -> Option<String> {
+        match self {
+            Lookup::Schema { definition } => Some(format!("metadata.name={definition}")),
+            Lookup::Tenant { release, .. } => Some(format!("metadata.name={release}")),
+            Lookup::InstanceType { name } => Some(format!("metadata.name={name}")),
+            _ => None,
+        }
+    }
+
+    /// The fields the policy reads of every object listed, whatever the cluster holds (the
+    /// host always keeps `apiVersion`, `kind` and `metadata`). The applications of a
+    /// namespace are also read in the value paths of [`application_masks`].
+    pub fn fixed_field_masks(&self) -> &'static [&'static str] {
+        match self {
+            Lookup::Applications { .. } | Lookup::AllApplications => APPLICATION_FIXED_MASKS,
+            // Only its quota: a tenant above is read for nothing else.
+            Lookup::Tenant { .. } => &[
+                "metadata.labels",
+                "metadata.name",
+                "metadata.namespace",
+                "spec.values.resourceQuotas",
+            ],
+            // A definition's dashboard (its icon), release and secrets are most of its size;
+            // its schema most of the rest, read alone when needed.
+            Lookup::Definitions => &[
                 "metadata.name",
                 "spec.application.kind",
-                "spec.application.openAPISchema",
                 "spec.release.prefix",
                 "spec.reservation",
             ],
-            // An instance type's description annotations are most of its size.
-            Query::InstanceTypes => &[
+            Lookup::Schema { .. } => &["metadata.name", "spec.application.openAPISchema"],
+            Lookup::InstanceType { .. } => &[
                 "metadata.name",
                 "spec.cpu.guest",
                 "spec.gpus",
@@ -82,13 +158,29 @@ impl Query {
             ],
         }
     }
+
+    /// `the HelmReleases of namespace tenant-a`, for messages.
+    pub fn describe(&self) -> String {
+        let (api_version, kind) = self.resource();
+        match self {
+            Lookup::Definitions => format!("{api_version} {kind}"),
+            Lookup::Schema { definition } => format!("{api_version} {kind} {definition}"),
+            Lookup::InstanceType { name } => format!("{api_version} {kind} {name}"),
+            Lookup::Tenant { namespace, release } => {
+                format!("{api_version} {kind} {namespace}/{release}")
+            }
+            Lookup::Applications { namespace } => {
+                format!("{api_version} {kind} in namespace {namespace}")
+            }
+            Lookup::AllApplications => format!("{api_version} {kind}"),
+        }
+    }
 }
 
-/// Answers a list query with the JSON list the Kubewarden host returns, its items pruned to
-/// `field_masks` (`None`: whole objects).
+/// Answers a lookup with the JSON list the Kubewarden host returns, its items pruned to
+/// `field_masks`.
 pub trait Kubernetes {
-    fn list(&self, query: Query, field_masks: Option<&BTreeSet<String>>)
-    -> Result<Vec<u8>, String>;
+    fn list(&self, lookup: &Lookup, field_masks: &BTreeSet<String>) -> Result<Vec<u8>, String>;
 }
 
 /// Why a list could not be read.
@@ -101,19 +193,24 @@ pub enum ClusterError {
     NotAList { kind: &'static str, reason: String },
 }
 
-/// `query` asked with `field_masks`, its answer's bytes.
+/// `lookup` asked with `field_masks`, its answer's bytes.
 pub fn list(
     k8s: &dyn Kubernetes,
-    query: Query,
+    lookup: &Lookup,
     field_masks: &BTreeSet<String>,
 ) -> Result<Vec<u8>, ClusterError> {
-    k8s.list(query, Some(field_masks))
+    k8s.list(lookup, field_masks)
         .map_err(ClusterError::Unanswered)
 }
 
-/// The fixed field masks of `query` as a set.
-pub fn fixed_masks(query: Query) -> BTreeSet<String> {
-    query
+/// `lookup` asked with its fixed field masks.
+pub fn list_fixed(k8s: &dyn Kubernetes, lookup: &Lookup) -> Result<Vec<u8>, ClusterError> {
+    list(k8s, lookup, &fixed_masks(lookup))
+}
+
+/// The fixed field masks of `lookup` as a set.
+pub fn fixed_masks(lookup: &Lookup) -> BTreeSet<String> {
+    lookup
         .fixed_field_masks()
         .iter()
         .map(|m| m.to_string())

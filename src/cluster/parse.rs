@@ -8,8 +8,8 @@ use std::rc::Rc;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{ClusterError, Query};
-use crate::charge::definition::ApplicationDefinition;
+use super::{APPLICATION_DEFINITION, ClusterError, HELM_RELEASE, INSTANCE_TYPE};
+use crate::charge::definition::{ApplicationDefinition, Metadata};
 use crate::charge::evaluate::InstanceTypeSize;
 use crate::quantity::{JsonQuantityError, Quantity};
 
@@ -19,13 +19,13 @@ struct List<T> {
 }
 
 fn parse_list<'a, T: Deserialize<'a>>(
-    query: Query,
+    (_, kind): (&str, &'static str),
     bytes: &'a [u8],
 ) -> Result<Vec<T>, ClusterError> {
     serde_json::from_slice::<List<T>>(bytes)
         .map(|l| l.items)
         .map_err(|e| ClusterError::NotAList {
-            kind: query.kind(),
+            kind,
             reason: e.to_string(),
         })
 }
@@ -96,7 +96,7 @@ pub fn parse_applications<'p>(
     bytes: &[u8],
     prefix: impl Fn(&str) -> Option<&'p str>,
 ) -> Result<Vec<Application>, ClusterError> {
-    let releases: Vec<HelmRelease> = parse_list(Query::Applications, bytes)?;
+    let releases: Vec<HelmRelease> = parse_list(HELM_RELEASE, bytes)?;
     let mut interned: HashMap<Cow<str>, Rc<str>> = HashMap::new();
     let mut intern = |s: Cow<'_, str>| -> Rc<str> {
         match interned.get(s.as_ref()) {
@@ -135,11 +135,39 @@ pub fn parse_definitions(bytes: &[u8]) -> Result<Vec<ApplicationDefinition>, Clu
     if let Ok(all) = serde_json::from_slice::<List<ApplicationDefinition>>(bytes) {
         return Ok(all.items);
     }
-    let items: Vec<&RawValue> = parse_list(Query::Definitions, bytes)?;
+    let items: Vec<&RawValue> = parse_list(APPLICATION_DEFINITION, bytes)?;
     Ok(items
         .into_iter()
         .filter_map(|raw| serde_json::from_str(raw.get()).ok())
         .collect())
+}
+
+/// One definition's `openAPISchema` (its raw JSON string token), from the list of that
+/// definition alone; `None` when the list holds no such definition (it was deleted).
+pub fn parse_schema(
+    definition: &str,
+    bytes: &[u8],
+) -> Result<Option<Option<Box<RawValue>>>, ClusterError> {
+    #[derive(Deserialize)]
+    struct Schema {
+        metadata: Metadata,
+        spec: SchemaSpec,
+    }
+    #[derive(Deserialize)]
+    struct SchemaSpec {
+        #[serde(default)]
+        application: SchemaApplication,
+    }
+    #[derive(Deserialize, Default)]
+    struct SchemaApplication {
+        #[serde(default, rename = "openAPISchema")]
+        open_api_schema: Option<Box<RawValue>>,
+    }
+    let items: Vec<Schema> = parse_list(APPLICATION_DEFINITION, bytes)?;
+    Ok(items
+        .into_iter()
+        .find(|d| d.metadata.name == definition)
+        .map(|d| d.spec.application.open_api_schema))
 }
 
 #[derive(Deserialize)]
@@ -178,7 +206,7 @@ struct InstanceTypeGpu {
 pub fn parse_instance_types(
     bytes: &[u8],
 ) -> Result<BTreeMap<String, Result<InstanceTypeSize, String>>, ClusterError> {
-    let items: Vec<InstanceType> = parse_list(Query::InstanceTypes, bytes)?;
+    let items: Vec<InstanceType> = parse_list(INSTANCE_TYPE, bytes)?;
     Ok(items
         .into_iter()
         .map(|it| {

@@ -16,7 +16,7 @@ pub mod quota;
 pub mod tree;
 
 pub use quota::{Budget, declared_quota};
-pub use tree::{Tenancy, Tenant, is_tenant_name, owned_namespace, stored_tenant};
+pub use tree::{Tenancy, Tenant, is_tenant_name, owned_namespace, owner_of, stored_tenant};
 
 use crate::keys::show;
 use crate::quantity::Quantity;
@@ -28,9 +28,11 @@ use crate::resources::Overflow;
 pub struct Pool<'t> {
     pub key: String,
     pub root: &'t Tenant,
-    /// The bounded sub-tenants whose declarations are carved out, in the tree's order.
+    /// The namespaces whose applications it holds: the root's and every one below it reached
+    /// through tenants that do not bound the key, from the top down.
+    pub members: Vec<&'t str>,
+    /// The bounded sub-tenants whose declarations are carved out, from the top down.
     pub carve_outs: Vec<&'t Tenant>,
-    tenancy: &'t Tenancy,
 }
 
 /// What the carve-outs of a pool declare for its key, and how many they are.
@@ -55,10 +57,9 @@ impl<'t> Pool<'t> {
     }
 
     /// Whether the applications of `namespace` are charged to this pool.
+    #[cfg(test)]
     pub fn has_member(&self, namespace: &str) -> bool {
-        self.tenancy
-            .root_for(namespace, &self.key)
-            .is_some_and(|root| root.owns == self.root.owns)
+        self.members.contains(&namespace)
     }
 
     /// What the carve-outs declare, skipping the one that owns `except`; a carve-out whose
@@ -96,23 +97,27 @@ impl Tenancy {
         Some(self.pool_rooted_at(root, key))
     }
 
-    /// The pool of `key` rooted at `root` (a tenant that bounds `key`).
+    /// The pool of `key` rooted at `root` (a tenant that bounds `key`): walked down from the
+    /// root, through the tenants that do not bound `key`, to those that do.
     pub fn pool_rooted_at<'t>(&'t self, root: &'t Tenant, key: &str) -> Pool<'t> {
-        let carve_outs = self
-            .tenants()
-            .iter()
-            .filter(|t| t.owns != root.owns && t.bounds(key))
-            .filter(|t| {
-                self.parent(&t.owns)
-                    .and_then(|parent| self.root_for(parent, key))
-                    .is_some_and(|r| r.owns == root.owns)
-            })
-            .collect();
+        let mut members = vec![root.owns.as_str()];
+        let mut carve_outs = Vec::new();
+        let mut next = 0;
+        while let Some(&namespace) = members.get(next) {
+            next += 1;
+            for child in self.children(namespace) {
+                if child.bounds(key) {
+                    carve_outs.push(child);
+                } else {
+                    members.push(&child.owns);
+                }
+            }
+        }
         Pool {
             key: key.to_string(),
             root,
+            members,
             carve_outs,
-            tenancy: self,
         }
     }
 

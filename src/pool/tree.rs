@@ -82,21 +82,60 @@ pub fn stored_tenant(
     }
 }
 
-/// Every tenant, indexed by the namespace it owns.
-#[derive(Debug, Default)]
+/// Where the Tenant that owns `namespace` lives and its name, read from the namespace's name
+/// alone: the inverse of [`owned_namespace`] for the names the tenant chart renders (no dash
+/// in a tenant's name). `None`: no Tenant can own it.
+pub fn owner_of(namespace: &str) -> Option<(String, String)> {
+    if namespace == ROOT_NAMESPACE {
+        return Some((ROOT_NAMESPACE.to_string(), "root".to_string()));
+    }
+    let path = namespace.strip_prefix("tenant-")?;
+    if path.split('-').any(str::is_empty) {
+        return None;
+    }
+    let (parent, name) = match path.rsplit_once('-') {
+        Some((above, name)) => (format!("tenant-{above}"), name),
+        None => (ROOT_NAMESPACE.to_string(), path),
+    };
+    (is_tenant_name(name) && owned_namespace(name, &parent) == namespace)
+        .then(|| (parent, name.to_string()))
+}
+
+/// The tenants known to a request, indexed by the namespace each owns and by the namespace
+/// each lives in. A request knows the tenants above the namespace written to and those of the
+/// pools it checks, not necessarily every tenant of the cluster.
+#[derive(Debug, Default, Clone)]
 pub struct Tenancy {
     tenants: Vec<Tenant>,
     by_owned: HashMap<String, usize>,
+    /// Namespace -> the tenants living in it (its child tenants), in the order added.
+    by_parent: HashMap<String, Vec<usize>>,
 }
 
 impl Tenancy {
     pub fn new(tenants: Vec<Tenant>) -> Self {
-        let mut by_owned = HashMap::with_capacity(tenants.len());
-        for (i, t) in tenants.iter().enumerate() {
-            // Two Tenants cannot own one namespace in a real cluster; keep the first seen.
-            by_owned.entry(t.owns.clone()).or_insert(i);
+        let mut tenancy = Tenancy::default();
+        for t in tenants {
+            tenancy.insert(t);
         }
-        Tenancy { tenants, by_owned }
+        tenancy
+    }
+
+    /// Adds `tenant`, unless a tenant already owns its namespace: two Tenants cannot own one
+    /// namespace in a real cluster, so the first one known is kept.
+    pub fn insert(&mut self, tenant: Tenant) {
+        if self.by_owned.contains_key(&tenant.owns) {
+            return;
+        }
+        let index = self.tenants.len();
+        self.by_owned.insert(tenant.owns.clone(), index);
+        if tenant.namespace != tenant.owns {
+            self.by_parent
+                .entry(tenant.namespace.clone())
+                .or_default()
+                .push(index);
+        }
+        self.tenants.push(tenant);
     }
 
     /// The same tree with `tenant` written (replacing the one that owns its namespace).
@@ -111,12 +150,22 @@ impl Tenancy {
         Tenancy::new(tenants)
     }
 
-    pub fn tenants(&self) -> &[Tenant] {
-        &self.tenants
+    /// Every tenant known, in the order added.
+    pub fn iter(&self) -> impl Iterator<Item = &Tenant> {
+        self.tenants.iter()
     }
 
     pub fn owner(&self, namespace: &str) -> Option<&Tenant> {
         self.by_owned.get(namespace).map(|&i| &self.tenants[i])
+    }
+
+    /// The tenants living in `namespace` (not the one owning it).
+    pub fn children<'a>(&'a self, namespace: &str) -> impl Iterator<Item = &'a Tenant> + 'a {
+        self.by_parent
+            .get(namespace)
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.tenants[i])
     }
 
     /// The namespace above `namespace`, `None` at the top or outside the tree.
@@ -199,6 +248,34 @@ pub(crate) mod tests {
         assert_eq!(owned_namespace("foo", "tenant-root"), "tenant-foo");
         assert_eq!(owned_namespace("x", "tenant-a"), "tenant-a-x");
         assert_eq!(owned_namespace("y", "tenant-a-b"), "tenant-a-b-y");
+    }
+
+    #[test]
+    fn reads_the_owner_from_the_namespace_name() {
+        let owner = |ns: &str| owner_of(ns).map(|(p, n)| format!("{p}/{n}"));
+        assert_eq!(owner("tenant-root").as_deref(), Some("tenant-root/root"));
+        assert_eq!(owner("tenant-a").as_deref(), Some("tenant-root/a"));
+        assert_eq!(owner("tenant-a-b").as_deref(), Some("tenant-a/b"));
+        assert_eq!(owner("tenant-a-b-c").as_deref(), Some("tenant-a-b/c"));
+        // tenant-root's children own tenant-<name>, never tenant-root-<name>.
+        assert_eq!(owner("tenant-root-x"), None);
+        for not_owned in [
+            "default",
+            "tenant-",
+            "tenant-a-",
+            "tenant--a",
+            "kube-system",
+        ] {
+            assert_eq!(owner(not_owned), None, "{not_owned}");
+        }
+        for (name, ns) in [
+            ("root", "tenant-root"),
+            ("x", "tenant-root"),
+            ("y", "tenant-a-b"),
+        ] {
+            let owned = owned_namespace(name, ns);
+            assert_eq!(owner_of(&owned), Some((ns.to_string(), name.to_string())));
+        }
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! The application gate: a write of any kind but Tenant is charged by its definition, and
 //! each key it grows must fit in that key's pool.
 
-use super::{Notes, Outcome, Refusal, Subject, tenancy};
+use std::collections::BTreeSet;
+
+use super::{Notes, Outcome, Refusal, Subject, load_pools, pool_of, tenants_above};
 use crate::context::Context;
 use crate::decision::{self, Record, Standing};
 use crate::keys::show;
@@ -14,7 +16,7 @@ pub(super) fn check(
     notes: &mut Notes,
 ) -> Result<(), Refusal> {
     let label = subject.label();
-    let tenancy = tenancy(context, subject, &mut notes.warnings)?;
+    let mut tenancy = tenants_above(context, subject)?;
     if tenancy.pool_root(subject.namespace).is_none()
         || context.settings.exempt_kinds.contains(subject.kind)
     {
@@ -59,18 +61,29 @@ pub(super) fn check(
         }
     }
 
-    // Each growing key is checked in its own pool: the nearest tenant that bounds it.
+    // Each growing key is checked in its own pool: the nearest tenant that bounds it. Those
+    // pools are read from their roots down.
+    let growth = decision::growth(&new, old.as_ref());
+    let keys: BTreeSet<&str> = growth
+        .iter()
+        .filter(|(key, _)| tenancy.root_for(subject.namespace, key).is_some())
+        .map(|(key, _)| key.as_str())
+        .collect();
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let roots: BTreeSet<String> = keys
+        .iter()
+        .filter_map(|key| tenancy.root_for(subject.namespace, key))
+        .map(|root| root.owns.clone())
+        .collect();
+    let roots: Vec<&str> = roots.iter().map(String::as_str).collect();
+    load_pools(context, subject, &mut tenancy, &roots, &keys)?;
     let mut grown = Vec::new();
-    for (key, delta) in decision::growth(&new, old.as_ref()) {
-        let Some(pool) = tenancy.pool(subject.namespace, &key) else {
-            continue;
-        };
-        let budget = pool.budget().map_err(|reason| Refusal::BudgetUnreadable {
-            subject: label.clone(),
-            pool: pool.name().to_string(),
-            reason: reason.to_string(),
-        })?;
-        grown.push((pool, delta, budget));
+    for (key, delta) in growth {
+        if let Some((pool, budget)) = pool_of(&tenancy, subject, &key)? {
+            grown.push((pool, delta, budget));
+        }
     }
     if grown.is_empty() {
         return Ok(());

@@ -19,7 +19,8 @@ use crate::cluster::{Application, Kubernetes};
 use crate::context::{Context, ContextError};
 use crate::decision::Record;
 use crate::keys::{GROUP, TENANT_KIND, plural};
-use crate::pool::Tenancy;
+use crate::pool::{Pool, Tenancy};
+use crate::quantity::Quantity;
 use crate::settings::{Settings, SiblingFailure};
 
 /// The policy's answer.
@@ -217,11 +218,15 @@ pub fn review(
             let subject = subject_of(request)?;
             notes.subject = Some(subject.label());
             let context = Context::new(settings, k8s).map_err(Refusal::Settings)?;
-            if subject.kind == TENANT_KIND {
+            let checked = if subject.kind == TENANT_KIND {
                 tenant::check(&subject, &context, notes)
             } else {
                 application::check(&subject, &context, notes)
-            }
+            };
+            // Tenant releases of the namespace written to that bound nothing, if it was read.
+            let unplaced = context.unplaced_in(subject.namespace);
+            notes.warnings.splice(0..0, unplaced);
+            checked
         }),
         "DELETE" | "CONNECT" => Verdict::accept(Vec::new()),
         other => Verdict::reject(
@@ -311,24 +316,48 @@ fn counted_as_zero(what: &str, pools: &str, problems: &[String]) -> Vec<String> 
     warnings
 }
 
-/// The tenant tree for a write in `subject`'s namespace, with a warning for each Tenant
-/// release there that cannot be placed.
-fn tenancy(
+/// The tenants above `subject`'s namespace.
+fn tenants_above(context: &Context<'_>, subject: &Subject<'_>) -> Result<Tenancy, Refusal> {
+    context
+        .tenants_above(subject.namespace)
+        .map_err(|error| Refusal::Cluster {
+            subject: subject.label(),
+            error,
+        })
+}
+
+/// The pool of `key` that `subject`'s namespace belongs to, with its budget; `None` when no
+/// tenant at or above it bounds `key`.
+fn pool_of<'t>(
+    tenancy: &'t Tenancy,
+    subject: &Subject<'_>,
+    key: &str,
+) -> Result<Option<(Pool<'t>, Quantity)>, Refusal> {
+    let Some(pool) = tenancy.pool(subject.namespace, key) else {
+        return Ok(None);
+    };
+    let budget = pool.budget().map_err(|reason| Refusal::BudgetUnreadable {
+        subject: subject.label(),
+        pool: pool.name().to_string(),
+        reason: reason.to_string(),
+    })?;
+    Ok(Some((pool, budget)))
+}
+
+/// The tenants of `tenancy` and those the pools of `keys` rooted at `roots` reach.
+fn load_pools(
     context: &Context<'_>,
     subject: &Subject<'_>,
-    warnings: &mut Vec<String>,
-) -> Result<Tenancy, Refusal> {
-    let (tenancy, unplaced) = context.tenancy().map_err(|error| Refusal::Cluster {
-        subject: subject.label(),
-        error,
-    })?;
-    warnings.extend(
-        unplaced
-            .into_iter()
-            .filter(|(namespace, _)| **namespace == *subject.namespace)
-            .map(|(_, warning)| warning),
-    );
-    Ok(tenancy)
+    tenancy: &mut Tenancy,
+    roots: &[&str],
+    keys: &BTreeSet<&str>,
+) -> Result<(), Refusal> {
+    context
+        .load_pools(tenancy, roots, keys)
+        .map_err(|error| Refusal::Cluster {
+            subject: subject.label(),
+            error,
+        })
 }
 
 /// How many problems with other objects a message or the warnings name one by one, and how

@@ -57,15 +57,16 @@ pub(super) fn switched_on(
             subject: subject.to_string(),
             error,
         })?;
-    let stored = context.applications().map_err(|error| Refusal::Cluster {
+    let stored = context.listing(owned).map_err(|error| Refusal::Cluster {
         subject: subject.to_string(),
         error,
     })?;
     let mut modules = Modules::default();
     for module in implied {
-        let exists = stored.iter().any(|app| {
-            *app.namespace == *owned && *app.kind == *module.kind && app.name == module.name
-        });
+        let exists = stored
+            .applications
+            .iter()
+            .any(|app| *app.kind == *module.kind && app.name == module.name);
         if exists || context.settings.exempt_kinds.contains(&module.kind) {
             continue;
         }

@@ -14,7 +14,7 @@
 use std::collections::BTreeSet;
 
 use super::modules::{Modules, switched_on};
-use super::{Notes, Outcome, Refusal, Subject, tenancy};
+use super::{Notes, Outcome, Refusal, Subject, load_pools, pool_of, tenants_above};
 use crate::context::Context;
 use crate::decision::{self, Declaration, Holding, Record, Standing};
 use crate::keys::{
@@ -57,21 +57,13 @@ pub(super) fn check(
     let owns = owned_namespace(subject.name, subject.namespace);
     // The root tenant has no pool above it; only its modules are checked, in its own pools.
     let is_root = owns == subject.namespace;
-    let before = tenancy(context, subject, &mut notes.warnings)?;
+    let mut before = tenants_above(context, subject)?;
     let aliases = &context.settings.quota_key_aliases;
     let new = Budget::from_declared(&declared, aliases);
     let old = subject.old_values.map(|old| {
         // A previous declaration that no longer parses counts as nothing: all is growth.
         Budget::from_declared(&declared_quota(old).unwrap_or_default(), aliases)
     });
-    if !is_root
-        && let Some(root) = before
-            .pool_root(subject.namespace)
-            .and_then(|r| before.owner(r))
-        && let Some(warning) = before.overcommit(root)
-    {
-        notes.warnings.push(warning);
-    }
     let tenant_kind = context
         .governing(TENANT_KIND)
         .map_err(|error| Refusal::Unevaluable {
@@ -92,17 +84,89 @@ pub(super) fn check(
         .chain(modules.total.iter().map(|(k, _)| k))
         .chain(modules_before.total.iter().map(|(k, _)| k))
         .collect();
+    let parent_keys: Vec<&str> = keys
+        .iter()
+        .copied()
+        .filter(|key| !is_root && before.root_for(subject.namespace, key).is_some())
+        .collect();
+    // The child's own pools that must cover what they will hold: a declaration lowered (or
+    // new) under a pool above, or one that the modules it switches on grow into.
+    let lowered = |key: &str| {
+        new.get(key).is_some_and(|q| {
+            old.as_ref()
+                .is_none_or(|o| o.get(key).is_none_or(|before| q < before))
+        })
+    };
+    let own_keys: Vec<(&str, bool)> = keys
+        .iter()
+        .copied()
+        .filter(|key| new.get(key).is_some())
+        .filter_map(|key| {
+            let hands_back = parent_keys.contains(&key) && lowered(key);
+            let modules_grow = modules.of(key) > modules_before.of(key);
+            (hands_back || modules_grow).then_some((key, hands_back))
+        })
+        .collect();
+    // The pool the overcommit warning is about: the nearest bounded tenant above the child.
+    let overcommit_root = before
+        .pool_root(subject.namespace)
+        .filter(|_| !is_root)
+        .map(str::to_string);
+    if parent_keys.is_empty() && own_keys.is_empty() {
+        if let Some(root) = overcommit_root
+            .as_deref()
+            .and_then(|r| before.owner(r))
+            .cloned()
+        {
+            let mut keys: BTreeSet<&str> = BTreeSet::new();
+            if let Ok(budget) = &root.quota {
+                keys.extend(budget.keys());
+            }
+            load_pools(context, subject, &mut before, &[root.owns.as_str()], &keys)?;
+            notes.warnings.extend(before.overcommit(&root));
+        }
+        notes.warnings.extend(
+            modules
+                .unevaluable
+                .into_iter()
+                .map(|m| format!("tenant module not charged: {m}")),
+        );
+        return Ok(());
+    }
+
+    // Read the pools from their roots down: those above the child, the one the overcommit
+    // warning is about, and the child's own subtree (whatever it bounds, before or after).
+    let overcommit_keys: Vec<String> = overcommit_root
+        .as_deref()
+        .and_then(|r| before.owner(r))
+        .and_then(|root| root.quota.as_ref().ok())
+        .map(|budget| budget.keys().map(str::to_string).collect())
+        .unwrap_or_default();
+    let mut roots: Vec<String> = parent_keys
+        .iter()
+        .filter_map(|key| before.root_for(subject.namespace, key))
+        .map(|root| root.owns.clone())
+        .chain(overcommit_root.iter().cloned())
+        .collect();
+    roots.sort();
+    roots.dedup();
+    roots.push(owns.clone());
+    let roots: Vec<&str> = roots.iter().map(String::as_str).collect();
+    let read_keys: BTreeSet<&str> = keys
+        .iter()
+        .copied()
+        .chain(overcommit_keys.iter().map(String::as_str))
+        .collect();
+    load_pools(context, subject, &mut before, &roots, &read_keys)?;
+    if let Some(root) = overcommit_root.as_deref().and_then(|r| before.owner(r))
+        && let Some(warning) = before.overcommit(root)
+    {
+        notes.warnings.push(warning);
+    }
+
     let mut parents = Vec::new();
-    for &key in keys.iter().filter(|_| !is_root) {
-        let Some(pool) = before.pool(subject.namespace, key) else {
-            continue;
-        };
-        let budget = pool.budget().map_err(|reason| Refusal::BudgetUnreadable {
-            subject: label.clone(),
-            pool: pool.name().to_string(),
-            reason: reason.to_string(),
-        })?;
-        parents.push((pool, budget));
+    for &key in &parent_keys {
+        parents.extend(pool_of(&before, subject, key)?);
     }
     let child = Tenant {
         namespace: subject.namespace.to_string(),
@@ -112,32 +176,10 @@ pub(super) fn check(
     };
     let after = before.with(child.clone());
     let parent_of = |key: &str| parents.iter().find(|(p, _)| p.key == key);
-    // The child's own pools that must cover what they will hold: a declaration lowered (or
-    // new) under a pool above, or one that the modules it switches on grow into.
-    let lowered = |key: &str| {
-        new.get(key).is_some_and(|q| {
-            old.as_ref()
-                .is_none_or(|o| o.get(key).is_none_or(|before| q < before))
-        })
-    };
-    let own: Vec<(Pool<'_>, bool)> = keys
+    let own: Vec<(Pool<'_>, bool)> = own_keys
         .iter()
-        .filter(|key| new.get(key).is_some())
-        .filter_map(|&key| {
-            let hands_back = parent_of(key).is_some() && lowered(key);
-            let modules_grow = modules.of(key) > modules_before.of(key);
-            (hands_back || modules_grow).then(|| (after.pool_rooted_at(&child, key), hands_back))
-        })
+        .map(|&(key, hands_back)| (after.pool_rooted_at(&child, key), hands_back))
         .collect();
-    if parents.is_empty() && own.is_empty() {
-        notes.warnings.extend(
-            modules
-                .unevaluable
-                .into_iter()
-                .map(|m| format!("tenant module not charged: {m}")),
-        );
-        return Ok(());
-    }
 
     let cluster = |error| Refusal::Cluster {
         subject: label.clone(),

@@ -1,100 +1,140 @@
-//! An in-memory cluster: answers list queries from a set of objects, pruned to the field
-//! masks asked for as the Kubewarden host prunes them, and records the calls.
+//! An in-memory cluster: answers the policy's lookups from a set of objects as the Kubewarden
+//! host answers them (`host_sim`: selectors, the list envelope, field masks), and records the
+//! calls.
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 
-use field_mask::FieldMask;
+use host_sim::{ListQuery, ObjectStore, Order};
+use serde_json::Value;
 
-use serde_json::{Value, json};
+use crate::cluster::{Kubernetes, Lookup, Source};
 
-use crate::cluster::{Kubernetes, Query};
-
-#[derive(Default)]
+#[derive(Clone)]
 pub struct Fixture {
-    objects: Vec<Value>,
-    /// Answers to return instead of a list (a host that misbehaves).
-    overrides: Vec<(Query, Result<Vec<u8>, String>)>,
-    calls: RefCell<Vec<(Query, Option<BTreeSet<String>>)>>,
+    store: ObjectStore,
+    /// Answers to return instead of a list, for every lookup of a source (a host that
+    /// misbehaves).
+    overrides: Vec<(Source, Result<Vec<u8>, String>)>,
+    calls: RefCell<Vec<(Lookup, BTreeSet<String>)>>,
     /// Answer whole objects whatever masks are asked (a host without field masks).
     unmasked: bool,
 }
 
+impl Default for Fixture {
+    fn default() -> Self {
+        Fixture::new(Vec::new())
+    }
+}
+
+/// The host's list request for `lookup`.
+pub fn list_query(lookup: &Lookup) -> ListQuery {
+    let (api_version, kind) = lookup.resource();
+    let mut query = match lookup.namespace() {
+        Some(namespace) => ListQuery::in_namespace(api_version, kind, namespace),
+        None => ListQuery::all(api_version, kind),
+    };
+    query.label_selector = lookup.label_selector();
+    query.field_selector = lookup.field_selector();
+    query
+}
+
 impl Fixture {
+    /// A cluster of `objects`, listed in the order given.
+    ///
+    /// # Panics
+    /// When the objects are not a cluster (an object without a name, two with the same one):
+    /// a fixture's own mistake.
     pub fn new(objects: Vec<Value>) -> Self {
+        Fixture::from_store(
+            ObjectStore::new(objects)
+                .unwrap_or_else(|e| panic!("the fixture is not a cluster: {e}"))
+                .with_order(Order::AsGiven),
+        )
+    }
+
+    /// A cluster of the objects of `store` (a cluster-state file, a `kubectl get -o json`
+    /// dump), listed in the store's order.
+    pub fn from_store(store: ObjectStore) -> Self {
         Fixture {
-            objects,
-            ..Fixture::default()
+            store,
+            overrides: Vec::new(),
+            calls: RefCell::default(),
+            unmasked: false,
         }
     }
 
-    /// Makes `query` answer `answer` verbatim.
-    pub fn answering(mut self, query: Query, answer: Result<Vec<u8>, String>) -> Self {
-        self.overrides.push((query, answer));
+    /// Makes every lookup of `source` answer `answer` verbatim.
+    pub fn answering(mut self, source: Source, answer: Result<Vec<u8>, String>) -> Self {
+        self.overrides.push((source, answer));
         self
     }
 
     /// The same cluster on a host that ignores field masks.
     pub fn unmasked(&self) -> Self {
         Fixture {
-            objects: self.objects.clone(),
-            overrides: self.overrides.clone(),
             calls: RefCell::default(),
             unmasked: true,
+            ..self.clone()
         }
     }
 
+    /// # Panics
+    /// When `object` cannot join the cluster (see [`Fixture::new`]).
     pub fn add(&mut self, object: Value) {
-        self.objects.push(object);
+        self.store
+            .insert(object)
+            .unwrap_or_else(|e| panic!("the fixture is not a cluster: {e}"));
     }
 
-    /// The queries asked so far, in order.
-    pub fn calls(&self) -> Vec<Query> {
-        self.calls.borrow().iter().map(|(q, _)| *q).collect()
+    /// The lookups asked so far, in order.
+    pub fn calls(&self) -> Vec<Lookup> {
+        self.calls.borrow().iter().map(|(l, _)| l.clone()).collect()
     }
 
-    /// The field masks asked with each query so far, in order.
-    pub fn masks_asked(&self) -> Vec<Option<BTreeSet<String>>> {
+    /// What the lookups asked so far read, in order.
+    pub fn sources(&self) -> Vec<Source> {
+        self.calls
+            .borrow()
+            .iter()
+            .map(|(l, _)| l.source())
+            .collect()
+    }
+
+    /// The field masks asked with each lookup so far, in order.
+    pub fn masks_asked(&self) -> Vec<BTreeSet<String>> {
         self.calls.borrow().iter().map(|(_, m)| m.clone()).collect()
     }
 
-    /// The list the host would return for `query` with `field_masks`.
-    pub fn list_value(&self, query: Query, field_masks: Option<&BTreeSet<String>>) -> Value {
-        let mask = FieldMask::new(field_masks);
-        let items: Vec<Value> = self
-            .objects
-            .iter()
-            .filter(|o| o["apiVersion"] == query.api_version() && o["kind"] == query.kind())
-            .filter(|o| match query.label_selector() {
-                Some(label) => o["metadata"]["labels"].get(label).is_some(),
-                None => true,
-            })
-            .map(|o| match &mask {
-                Some(mask) => mask.apply(o),
-                None => o.clone(),
-            })
-            .collect();
-        json!({
-            "apiVersion": query.api_version(),
-            "kind": format!("{}List", query.kind()),
-            "metadata": {},
-            "items": items,
-        })
+    /// Forgets the calls recorded so far.
+    pub fn forget_calls(&self) {
+        self.calls.borrow_mut().clear();
+    }
+
+    /// The list the host would return for `lookup` with `field_masks` (`None`: whole objects).
+    ///
+    /// # Panics
+    /// When the lookup's selectors are not ones the simulated host understands.
+    pub fn list_value(&self, lookup: &Lookup, field_masks: Option<&BTreeSet<String>>) -> Value {
+        self.store
+            .list(&list_query(lookup), field_masks)
+            .unwrap_or_else(|e| panic!("{}: {e}", lookup.describe()))
     }
 }
 
 impl Kubernetes for Fixture {
-    fn list(
-        &self,
-        query: Query,
-        field_masks: Option<&BTreeSet<String>>,
-    ) -> Result<Vec<u8>, String> {
-        self.calls.borrow_mut().push((query, field_masks.cloned()));
-        if let Some((_, answer)) = self.overrides.iter().find(|(q, _)| *q == query) {
+    fn list(&self, lookup: &Lookup, field_masks: &BTreeSet<String>) -> Result<Vec<u8>, String> {
+        self.calls
+            .borrow_mut()
+            .push((lookup.clone(), field_masks.clone()));
+        if let Some((_, answer)) = self.overrides.iter().find(|(s, _)| *s == lookup.source()) {
             return answer.clone();
         }
-        let field_masks = field_masks.filter(|_| !self.unmasked);
-        Ok(serde_json::to_vec(&self.list_value(query, field_masks))
-            .expect("a JSON value serialises"))
+        let field_masks = Some(field_masks).filter(|_| !self.unmasked);
+        let answer = self
+            .store
+            .list(&list_query(lookup), field_masks)
+            .map_err(|e| e.to_string())?;
+        Ok(serde_json::to_vec(&answer).expect("a JSON value serialises"))
     }
 }

@@ -7,7 +7,7 @@
 
 mod cluster;
 
-pub use cluster::Fixture;
+pub use cluster::{Fixture, list_query};
 
 use std::sync::OnceLock;
 
@@ -216,6 +216,51 @@ pub fn cluster(objects: Vec<Value>) -> Fixture {
     all.extend(instance_types());
     all.extend(objects);
     Fixture::new(all)
+}
+
+/// A cluster of the definitions of a few kinds and a few instance types, whose definition
+/// and instance type lists are built and serialised once and served ready-made: an
+/// unoptimised test build spends most of its time reading the full lists otherwise.
+pub struct Trimmed {
+    objects: Vec<Value>,
+    definitions: Vec<u8>,
+    instance_types: Vec<u8>,
+}
+
+impl Trimmed {
+    /// The definitions (with their reservation blocks) of `kinds` and the instance types
+    /// named in `instance_types`.
+    pub fn new(kinds: &[&str], instance_types: &[&str]) -> Self {
+        let mut objects: Vec<Value> = definitions()
+            .into_iter()
+            .filter(|d| kinds.iter().any(|k| d["spec"]["application"]["kind"] == *k))
+            .collect();
+        let types: Vec<Value> = self::instance_types()
+            .into_iter()
+            .filter(|t| instance_types.iter().any(|n| t["metadata"]["name"] == *n))
+            .collect();
+        objects.extend(types.iter().cloned());
+        let fixture = Fixture::new(objects.clone());
+        // Whole objects: a host may always answer more than the masks ask.
+        let list = |lookup| {
+            serde_json::to_vec(&fixture.list_value(&lookup, None)).expect("a list serialises")
+        };
+        Trimmed {
+            definitions: list(crate::cluster::Lookup::Definitions),
+            // Every one for each asked by name: the policy picks its own out of a list.
+            instance_types: serde_json::to_vec(&serde_json::json!({ "items": types }))
+                .expect("a list serialises"),
+            objects,
+        }
+    }
+
+    /// A cluster holding these definitions and instance types, and `objects`.
+    pub fn cluster(&self, objects: Vec<Value>) -> Fixture {
+        use crate::cluster::Source;
+        Fixture::new(self.objects.iter().cloned().chain(objects).collect())
+            .answering(Source::Definitions, Ok(self.definitions.clone()))
+            .answering(Source::InstanceTypes, Ok(self.instance_types.clone()))
+    }
 }
 
 /// A `validate` payload (`{"request": ..., "settings": ...}`) for a write of `kind`.

@@ -4,7 +4,7 @@
 #![allow(dead_code, unused_imports)] // each test binary uses its own part of the kit
 
 use serde_json::{Value, json};
-pub use tenant_reservation_policy::cluster::{Kubernetes, Query};
+pub use tenant_reservation_policy::cluster::{Kubernetes, Lookup, Source};
 pub use tenant_reservation_policy::quantity::Quantity;
 pub use tenant_reservation_policy::settings::Settings;
 pub use tenant_reservation_policy::testing::{

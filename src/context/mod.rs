@@ -1,0 +1,357 @@
+//! The cluster as one request sees it: each lookup made once, on first use, and each charge
+//! computed once.
+//!
+//! - here: the definitions (and a kind's schema, read with the first evaluation of the kind),
+//!   the instance types, and what the applications of a set of pools reserve;
+//! - [`scope`]: which tenants and namespaces the request reads: the tenants above the
+//!   namespace written to, then the namespaces of the pools it checks, walked down from their
+//!   roots.
+//!
+//! The lookups' sequence depends only on the request and the cluster, as kwctl's session
+//! replay requires.
+
+mod scope;
+
+pub use scope::Listing;
+
+use std::cell::{Cell, OnceCell, RefCell};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::rc::Rc;
+
+use serde_json::Value;
+
+use crate::charge::definition::ApplicationDefinition;
+use crate::charge::evaluate::{InstanceTypeSize, InstanceTypes, Sizing};
+use crate::charge::presets::Presets;
+use crate::charge::{ChargeError, Governing};
+use crate::cluster::{self, Application, ClusterError, Kubernetes, Lookup};
+use crate::decision::Usage;
+use crate::keys::TENANT_KIND;
+use crate::pool::{Pool, Tenant};
+use crate::resources::Resources;
+use crate::settings::Settings;
+
+/// Why the cluster view cannot answer.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ContextError {
+    #[error("cannot read the applications: {0}")]
+    Applications(ClusterError),
+    #[error("cannot read the tenants: {0}")]
+    Tenants(ClusterError),
+    /// Tenants are placed by their definition's release prefix: without it, fail closed.
+    #[error("{0}")]
+    Definitions(ChargeError),
+    #[error("no single ApplicationDefinition declares kind Tenant, so tenants cannot be placed")]
+    NoTenantDefinition,
+    #[error("the reservations of the pool overflow")]
+    ReservationsOverflow,
+}
+
+/// What the other objects of a pool that cannot be evaluated are, by label and reason.
+#[derive(Debug, Default)]
+pub struct Unevaluable {
+    /// Applications a tenant wrote: `siblingFailure` decides.
+    pub applications: Vec<String>,
+    /// Tenant modules (created by the tenant chart): counted as zero with a warning, never
+    /// a reason to refuse another write.
+    pub modules: Vec<String>,
+}
+
+impl Unevaluable {
+    pub fn absorb(&mut self, other: Unevaluable) {
+        self.applications.extend(other.applications);
+        self.modules.extend(other.modules);
+    }
+}
+
+/// An instance type as read by name: `Ok(None)` when there is none of that name.
+type InstanceTypeRead = Result<Option<InstanceTypeSize>, String>;
+
+type Charge = Result<Option<Resources>, ChargeError>;
+
+/// Charges by kind, then by an application's values as listed.
+type Charges = HashMap<Rc<str>, HashMap<Box<str>, Charge>>;
+
+/// The definitions as listed, and their indices by the kind they declare.
+struct Definitions {
+    list: Vec<ApplicationDefinition>,
+    by_kind: HashMap<String, Vec<usize>>,
+}
+
+/// The settings in force and the cluster as read for this request.
+pub struct Context<'k> {
+    pub(crate) settings: &'k Settings,
+    presets: Presets,
+    k8s: &'k dyn Kubernetes,
+    definitions: OnceCell<Result<Definitions, ClusterError>>,
+    /// The field masks of every applications' list: what the reservations in force read.
+    application_masks: OnceCell<BTreeSet<String>>,
+    /// The instance types read, by name.
+    instance_types: RefCell<HashMap<String, InstanceTypeRead>>,
+    governing: RefCell<HashMap<String, Result<Rc<Governing>, ChargeError>>>,
+    /// By kind, then by the application's values as listed: a charge depends on nothing else,
+    /// and once pruned by the field masks the values of applications of the same size are
+    /// the same bytes.
+    charges: RefCell<Charges>,
+    /// The tenants read by name, by the namespace each owns (`None`: no such Tenant).
+    owners: RefCell<HashMap<String, Result<Option<Tenant>, ContextError>>>,
+    /// The namespaces listed, by name.
+    listings: RefCell<BTreeMap<String, Result<Rc<Listing>, ContextError>>>,
+    /// Every application has been read at once ([`Context::read_whole_cluster`]): a namespace
+    /// not in `listings` holds none, and no lookup of applications or tenants is made again.
+    whole: Cell<bool>,
+}
+
+impl<'k> Context<'k> {
+    pub fn new(settings: &'k Settings, k8s: &'k dyn Kubernetes) -> Result<Self, String> {
+        Ok(Context {
+            settings,
+            presets: settings.preset_table()?,
+            k8s,
+            definitions: OnceCell::new(),
+            application_masks: OnceCell::new(),
+            instance_types: RefCell::new(HashMap::new()),
+            governing: RefCell::new(HashMap::new()),
+            charges: RefCell::new(HashMap::new()),
+            owners: RefCell::new(HashMap::new()),
+            listings: RefCell::new(BTreeMap::new()),
+            whole: Cell::new(false),
+        })
+    }
+
+    /// The release prefix of `kind`'s definition, `None` when no single definition declares it.
+    fn release_prefix(&self, kind: &str) -> Option<&str> {
+        let all = self.definitions().ok()?;
+        match all.by_kind.get(kind).map(Vec::as_slice) {
+            Some([one]) => Some(all.list[*one].spec.release.prefix.as_str()),
+            _ => None,
+        }
+    }
+
+    /// The Tenant definition's release prefix: tenants cannot be placed without it.
+    fn tenant_prefix(&self) -> Result<&str, ContextError> {
+        if let Err(e) = self.definitions() {
+            return Err(ContextError::Definitions(e.clone()));
+        }
+        self.release_prefix(TENANT_KIND)
+            .ok_or(ContextError::NoTenantDefinition)
+    }
+
+    fn definitions(&self) -> Result<&Definitions, ChargeError> {
+        self.definitions
+            .get_or_init(|| {
+                let answer = cluster::list_fixed(self.k8s, &Lookup::Definitions)?;
+                let list = cluster::parse_definitions(&answer)?;
+                let mut by_kind: HashMap<String, Vec<usize>> = HashMap::new();
+                for (index, d) in list.iter().enumerate() {
+                    by_kind
+                        .entry(d.spec.application.kind.clone())
+                        .or_default()
+                        .push(index);
+                }
+                Ok(Definitions { list, by_kind })
+            })
+            .as_ref()
+            .map_err(|e| ChargeError::DefinitionsUnreadable(e.to_string()))
+    }
+
+    /// The field masks of the applications' lists: pruned to what the definitions read (the
+    /// whole values if they are unreadable).
+    fn application_masks(&self) -> &BTreeSet<String> {
+        self.application_masks.get_or_init(|| {
+            let definitions = self.definitions().ok().map(|d| d.list.as_slice());
+            cluster::application_masks(definitions, &self.settings.reservations)
+        })
+    }
+
+    /// The definition governing `kind`, ready to evaluate (prepared once per request, its
+    /// schema read then).
+    pub(crate) fn governing(&self, kind: &str) -> Result<Rc<Governing>, ChargeError> {
+        if let Some(known) = self.governing.borrow().get(kind) {
+            return known.clone();
+        }
+        let prepared = self.definitions().and_then(|all| {
+            let declaring = all.by_kind.get(kind).map(Vec::as_slice).unwrap_or_default();
+            let fallback = self.settings.reservations.get(kind);
+            Governing::of_kind(
+                kind,
+                declaring.iter().map(|&i| &all.list[i]),
+                fallback,
+                |d| self.schema(d),
+            )
+            .map(Rc::new)
+        });
+        self.governing
+            .borrow_mut()
+            .insert(kind.to_string(), prepared.clone());
+        prepared
+    }
+
+    /// `definition`'s `openAPISchema`, read alone: the schemas are most of the definitions.
+    fn schema(
+        &self,
+        definition: &ApplicationDefinition,
+    ) -> Result<Option<Box<serde_json::value::RawValue>>, ChargeError> {
+        let name = &definition.metadata.name;
+        let unanswered = |reason: String| ChargeError::SchemaUnanswered {
+            definition: name.clone(),
+            reason,
+        };
+        let lookup = Lookup::Schema {
+            definition: name.clone(),
+        };
+        let answer =
+            cluster::list_fixed(self.k8s, &lookup).map_err(|e| unanswered(e.to_string()))?;
+        cluster::parse_schema(name, &answer)
+            .map_err(|e| unanswered(e.to_string()))?
+            .ok_or_else(|| unanswered("the definition is no longer listed".to_string()))
+    }
+
+    /// What one application of `kind` with `values` reserves. `Ok(None)`: the kind is exempt
+    /// or (with `requireReservation: false`) has no reservation block.
+    pub(crate) fn charge(&self, governing: &Governing, kind: &str, values: &Value) -> Charge {
+        if self.settings.exempt_kinds.contains(kind) {
+            return Ok(None);
+        }
+        if governing.reservation.is_none() && self.settings.require_reservation {
+            return Err(ChargeError::NoReservation {
+                definition: governing.definition_name.clone(),
+                kind: kind.into(),
+            });
+        }
+        governing.charge(values, &self.sizing())
+    }
+
+    fn sizing(&self) -> Sizing<'_> {
+        Sizing {
+            presets: &self.presets,
+            instance_types: self,
+            gpu_device_classes: &self.settings.gpu_device_classes,
+        }
+    }
+
+    /// What one application of `kind` with `values` reserves, as the policy charges it;
+    /// `Ok(None)` when the kind reserves nothing. For tests, fuzzers and tools.
+    pub fn charge_kind(&self, kind: &str, values: &Value) -> Result<Option<Resources>, String> {
+        let governing = self.governing(kind).map_err(|e| e.to_string())?;
+        self.charge(&governing, kind, values)
+            .map_err(|e| e.to_string())
+    }
+
+    /// What one stored application reserves (evaluated once per request for all the
+    /// applications of its kind with the same values).
+    fn stored_charge(&self, app: &Application) -> Charge {
+        let values = app.values.as_ref().map_or("", |v| v.get());
+        if let Some(known) = self
+            .charges
+            .borrow()
+            .get(&*app.kind)
+            .and_then(|by_values| by_values.get(values))
+        {
+            return known.clone();
+        }
+        let charge = self.governing(&app.kind).and_then(|g| {
+            let parsed: Value = match &app.values {
+                Some(raw) => serde_json::from_str(raw.get())
+                    .map_err(|e| ChargeError::ValuesNotJson(e.to_string()))?,
+                None => Value::Null,
+            };
+            self.charge(&g, &app.kind, &parsed)
+        });
+        self.charges
+            .borrow_mut()
+            .entry(app.kind.clone())
+            .or_default()
+            .insert(values.into(), charge.clone());
+        charge
+    }
+
+    /// Sums, for each pool, what its member applications reserve of its key, except `skip`
+    /// ones (the pools' keys are distinct). Those that cannot be evaluated are returned by
+    /// label with the reason. The pools' namespaces are read in name order.
+    pub(crate) fn usage(
+        &self,
+        pools: &[Pool<'_>],
+        skip: impl Fn(&Application) -> bool,
+    ) -> Result<(Usage, Unevaluable), ContextError> {
+        self.usage_keeping(pools, skip, Usage::default())
+    }
+
+    /// [`Context::usage`], added to `usage` (which says how many largest holders it keeps).
+    pub(crate) fn usage_keeping(
+        &self,
+        pools: &[Pool<'_>],
+        skip: impl Fn(&Application) -> bool,
+        mut usage: Usage,
+    ) -> Result<(Usage, Unevaluable), ContextError> {
+        let mut membership: BTreeMap<&str, Vec<bool>> = BTreeMap::new();
+        for (i, pool) in pools.iter().enumerate() {
+            for &namespace in &pool.members {
+                membership
+                    .entry(namespace)
+                    .or_insert_with(|| vec![false; pools.len()])[i] = true;
+            }
+        }
+        let mut problems = Unevaluable::default();
+        for (namespace, member) in membership {
+            let listing = self.listing(namespace)?;
+            for app in &listing.applications {
+                if *app.kind == *TENANT_KIND
+                    || self.settings.exempt_kinds.contains(&*app.kind)
+                    || skip(app)
+                {
+                    continue;
+                }
+                match self.stored_charge(app) {
+                    Ok(Some(charge)) => {
+                        for (pool, _) in pools.iter().zip(&member).filter(|(_, m)| **m) {
+                            usage
+                                .add_key(&pool.key, charge.get(&pool.key), || app.label())
+                                .map_err(|_| ContextError::ReservationsOverflow)?;
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(e) if app.module => problems.modules.push(format!("{}: {e}", app.label())),
+                    Err(e) => problems.applications.push(format!("{}: {e}", app.label())),
+                }
+            }
+        }
+        Ok((usage, problems))
+    }
+}
+
+impl InstanceTypes for Context<'_> {
+    fn lookup(&self, name: &str) -> Result<Option<InstanceTypeSize>, String> {
+        if let Some(known) = self.instance_types.borrow().get(name) {
+            return known.clone();
+        }
+        // A name no object can have is not asked for (nor put in a field selector).
+        let read = if is_object_name(name) {
+            let lookup = Lookup::InstanceType {
+                name: name.to_string(),
+            };
+            cluster::list_fixed(self.k8s, &lookup)
+                .and_then(|answer| cluster::parse_instance_types(&answer))
+                .map_err(|e| format!("cannot read the instance types: {e}"))
+                .and_then(|types| types.get(name).cloned().transpose())
+        } else {
+            Ok(None)
+        };
+        self.instance_types
+            .borrow_mut()
+            .insert(name.to_string(), read.clone());
+        read
+    }
+}
+
+/// A DNS-1123 subdomain, as the name of every cluster-scoped object is.
+fn is_object_name(name: &str) -> bool {
+    let alphanumeric = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    !name.is_empty()
+        && name.len() <= 253
+        && name.starts_with(alphanumeric)
+        && name.ends_with(alphanumeric)
+        && name
+            .chars()
+            .all(|c| alphanumeric(c) || c == '-' || c == '.')
+}
