@@ -11,7 +11,8 @@
 //! - [`pool`]: the tenant tree and its pools, one [`pool::Pool`] per key;
 //! - [`decision`]: does the write fit, and every figure message;
 //! - [`keys`], [`quantity`], [`resources`]: the vocabulary, exact quantities and their sums;
-//! - [`settings`]: the policy settings and their validation.
+//! - [`settings`]: the policy settings and their validation;
+//! - [`ledger`]: every pool's standing at once (the `ledger` command, not an admission).
 
 use kubewarden_policy_sdk::protocol_version_guest;
 use kubewarden_policy_sdk::request::ValidationRequest;
@@ -24,6 +25,7 @@ pub mod cluster;
 mod context;
 mod decision;
 pub mod keys;
+pub mod ledger;
 mod pool;
 pub mod quantity;
 mod resources;
