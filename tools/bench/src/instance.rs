@@ -1,19 +1,12 @@
 //! The policy under measurement on the replay-runner's waPC host (`replay_runner::Policy`, the
 //! `wapc` + `wasmtime-provider` stack of policy-evaluator): compiled once, instantiated as
-//! policy-server instantiates it, its `list_resources_all` calls answered by `host_sim` from
-//! the generated cluster, every call and every byte counted by the host.
+//! policy-server instantiates it, its host calls answered by the bench's model of
+//! policy-server's host ([`crate::host`]), every call and every byte counted by the host.
 
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
-use host_sim::AnswerCache;
-use replay_runner::{
-    Answer, Answerer, ClusterAnswers, ContextAwareAccess, EngineOptions, EpochDeadlines, Host,
-    KubernetesCall, LogMode, MemoryCreator,
-};
-
-use crate::memory::{MemoryStats, TrackingCreator};
+use replay_runner::{Answerer, ContextAwareAccess, EngineOptions, EpochDeadlines, Host, LogMode};
 
 /// Epoch deadlines far beyond any run: policy-server runs policies with epoch interruption
 /// on (its policy timeout), so the compiled code carries the same epoch checks; nothing ever
@@ -23,51 +16,18 @@ const DEADLINES: EpochDeadlines = EpochDeadlines {
     wapc_func: 1 << 40,
 };
 
-/// The answers one request was served, in order (what the floor deserialises).
-type ServedLog = Arc<Mutex<Vec<Arc<Vec<u8>>>>>;
-
-fn lock(log: &ServedLog) -> MutexGuard<'_, Vec<Arc<Vec<u8>>>> {
-    log.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// The cluster's answers, remembering what each evaluation was served.
-struct Served {
-    answers: ClusterAnswers,
-    log: ServedLog,
-}
-
-impl Answerer for Served {
-    fn answer(&mut self, call: &KubernetesCall) -> Answer {
-        match self.answers.answer_bytes(call) {
-            Ok(bytes) => {
-                lock(&self.log).push(bytes.clone());
-                Answer::Success(bytes.to_vec())
-            }
-            Err(answer) => answer,
-        }
-    }
-
-    fn begin_evaluation(&mut self) {
-        lock(&self.log).clear();
-    }
-}
-
-/// The compiled policy and what instantiates it.
+/// The compiled policy.
 pub struct Policy {
     policy: replay_runner::Policy,
-    creator: Option<Arc<TrackingCreator>>,
     pub compile: Duration,
 }
 
 /// One instance of the policy, ready for `validate` calls.
 pub struct Instance {
     host: Host,
-    served: ServedLog,
-    /// Its linear memory, when the policy was loaded with memory tracking.
-    pub memory: Option<Arc<MemoryStats>>,
 }
 
-/// What one `validate` cost in host calls.
+/// What one `validate` cost in host calls, as the waPC host counted them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Calls {
     /// Every `__host_call` the guest made.
@@ -77,19 +37,12 @@ pub struct Calls {
 }
 
 impl Policy {
-    /// Compiles `wasm`. Without `track_memory`, as policy-server runs it: wasmtime's own
-    /// memory (copy-on-write initialisation) and epoch interruption. With it, through
-    /// [`TrackingCreator`], so that instances report their memory size.
-    /// `perfmap`: write `/tmp/perf-PID.map` so that `perf` can name the guest's functions
-    /// (those of a policy built with `strip = false`).
-    pub fn load(wasm: &[u8], track_memory: bool, perfmap: bool) -> Result<Policy> {
-        let creator = track_memory.then(|| Arc::new(TrackingCreator::default()));
+    /// Compiles `wasm` as policy-server runs it: wasmtime's own memory (copy-on-write
+    /// initialisation) and epoch interruption. `perfmap`: write `/tmp/perf-PID.map` so that
+    /// `perf` can name the guest's functions (those of a policy built with `strip = false`).
+    pub fn load(wasm: &[u8], perfmap: bool) -> Result<Policy> {
         let options = EngineOptions {
-            // Copy-on-write initialisation needs wasmtime's own mmap memories. Without it,
-            // instantiation runs compiled code before wasmtime-provider sets the epoch
-            // deadline, which traps (`interrupt`): so no epoch interruption with tracking.
-            epoch_deadlines: creator.is_none().then_some(DEADLINES),
-            memory_creator: creator.clone().map(|c| -> Arc<dyn MemoryCreator> { c }),
+            epoch_deadlines: Some(DEADLINES),
             perfmap,
             ..EngineOptions::default()
         };
@@ -98,35 +51,22 @@ impl Policy {
         Ok(Policy {
             compile: policy.compile_time(),
             policy,
-            creator,
         })
     }
 
-    /// A fresh instance, as policy-server makes one per request (`rehydrate`, then waPC
-    /// initialisation: instantiate and run `wapc_init`).
-    pub fn instantiate(&self) -> Result<Instance> {
-        let host = self
+    /// A fresh instance, as policy-server makes one (`rehydrate`, then waPC initialisation:
+    /// instantiate and run `wapc_init`), its host calls answered by `answerer`.
+    pub fn instantiate(&self, answerer: Box<dyn Answerer>) -> Result<Instance> {
+        let mut host = self
             .policy
             .instantiate(ContextAwareAccess::AllowAll, LogMode::Ignore)
             .map_err(|e| anyhow!("instantiating the policy: {e:#}"))?;
-        let memory = self.creator.as_ref().and_then(|c| c.last());
-        Ok(Instance {
-            host,
-            served: ServedLog::default(),
-            memory,
-        })
+        host.set_answerer(answerer);
+        Ok(Instance { host })
     }
 }
 
 impl Instance {
-    /// Serves the cluster of `answers` from now on.
-    pub fn serve(&mut self, answers: Arc<AnswerCache>) {
-        self.host.set_answerer(Box::new(Served {
-            answers: ClusterAnswers::shared(answers),
-            log: self.served.clone(),
-        }));
-    }
-
     /// One `validate` call: the guest's response document and its host calls. Fails if a host
     /// call could not be answered.
     pub fn validate(&mut self, payload: &[u8]) -> Result<(Vec<u8>, Calls)> {
@@ -143,10 +83,5 @@ impl Instance {
             answer_bytes: stats.response_bytes as usize,
         };
         Ok((response, calls))
-    }
-
-    /// The answers the last `validate` was served, in order.
-    pub fn last_answers(&self) -> Vec<Arc<Vec<u8>>> {
-        lock(&self.served).clone()
     }
 }

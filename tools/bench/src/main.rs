@@ -1,68 +1,111 @@
-//! Admission latency and cost of `policy.wasm` as tenant pools grow.
+//! Admission cost of `policy.wasm` against the pool and the cluster it lands in.
 //!
-//! Loads the policy once in wasmtime through waPC, on the replay-runner's host (the `wapc` +
-//! `wasmtime-provider` stack of Kubewarden's policy-evaluator), then for each pool size times
-//! repeated `validate` calls (CREATE and UPDATE) with the host's `list_resources_all` answers
-//! computed by `host_sim` and served from memory, and compares them with the time native Rust
-//! takes merely to deserialize the same answers.
+//! For each cluster size (applications in the whole cluster) and each measured pool size
+//! (applications in the pool the write is checked against), in two variants (values that
+//! repeat, and values that all differ), generates a cluster ([`cluster`]), then times CREATE
+//! and UPDATE requests:
+//!
+//! - the guest: `policy.wasm` in wasmtime through waPC on the replay-runner's host engine, one
+//!   long-lived instance;
+//! - the host: each of the guest's host calls served as policy-server serves it ([`host`]: one
+//!   reflector per key, the objects cloned and serialised on every call), timed apart;
+//! - cold: the first request after a start (a fresh host without reflectors, a fresh instance);
+//! - the same policy compiled natively, and the floor: natively deserialising the request's
+//!   answers into `serde_json::Value`.
+//!
+//! Then a sweep per cluster size: one write in every tenant's namespace, on one fresh host, to
+//! count the reflectors a replica ends up holding. Prints markdown; writes an SVG plot with
+//! `--svg`.
 //!
 //! ```text
 //! cargo build --release --target wasm32-wasip1
 //! cargo run --release --manifest-path tools/Cargo.toml -p bench -- [--policy PATH] \
-//!     [--sizes 10,100,1000,10000] [--iterations N]
+//!     [--clusters 1000,10000,100000] [--pools 20,1000,10000] [--iterations N] [--quick] \
+//!     [--svg docs/bench.svg]
 //! ```
 //!
-//! Exits non-zero if the number of host calls per request is not the same for every request
-//! and size, or if a request is not admitted (the measured path is the full pool check).
+//! Exits non-zero if a request is not admitted, or if the host calls of the same cluster and
+//! operation differ from one request to the next.
 
+mod cluster;
+mod host;
 mod instance;
-mod memory;
+mod plot;
 mod stats;
-mod workload;
 
-use std::collections::HashSet;
+use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use serde_json::Value;
-use tenant_reservation_policy::cluster::parse_applications;
-use tenant_reservation_policy::validate_payload;
+use serde_json::{Value, json};
+use tenant_reservation_policy::{testing, validate_payload};
 
-use instance::{Calls, Instance, Policy};
+use cluster::{Cluster, Defaults, Shape, Variant};
+use host::{ApiServer, Frozen, HostModel, Reflectors, RequestStats, Served, SharedHost, Source};
+use instance::{Instance, Policy};
 use stats::{Bytes, Human, Summary};
-use workload::{Native, Workload};
 
 #[derive(Parser, Debug)]
-#[command(about = "Admission latency and cost of policy.wasm as tenant pools grow")]
+#[command(about = "Admission cost of policy.wasm against its pool and its cluster")]
 struct Args {
     /// The policy module (default: the repository's
     /// target/wasm32-wasip1/release/tenant_reservation_policy.wasm).
     #[arg(long)]
     policy: Option<PathBuf>,
-    /// Pool sizes (applications in the pool), comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "10,100,1000,10000")]
-    sizes: Vec<usize>,
-    /// Timed requests per pool size and operation.
-    #[arg(long, default_value_t = 100)]
+    /// Cluster sizes (applications in the cluster), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000")]
+    clusters: Vec<usize>,
+    /// Pool sizes (applications in the measured pool), comma-separated; those larger than a
+    /// cluster are skipped for it.
+    #[arg(long, value_delimiter = ',', default_value = "20,1000,10000")]
+    pools: Vec<usize>,
+    /// Value variants: same (sizes repeat), distinct (every application's values differ).
+    #[arg(long, value_delimiter = ',', default_value = "same,distinct", value_parser = parse_variant)]
+    variants: Vec<Variant>,
+    /// Timed requests per series at most.
+    #[arg(long, default_value_t = 60)]
     iterations: usize,
-    /// Untimed requests before each timed series.
-    #[arg(long, default_value_t = 5)]
+    /// A series stops after this many seconds once it has --min-iterations requests.
+    #[arg(long, default_value_t = 2.0)]
+    series_seconds: f64,
+    #[arg(long, default_value_t = 15)]
+    min_iterations: usize,
+    /// Untimed requests before each series.
+    #[arg(long, default_value_t = 3)]
     warmup: usize,
-    /// Fresh instances timed for the instantiation figures.
-    #[arg(long, default_value_t = 50)]
-    instantiations: usize,
+    /// Cold first requests (fresh host, fresh instance) per series.
+    #[arg(long, default_value_t = 5)]
+    cold_runs: usize,
+    /// A smoke run: clusters 1000,10000, pools 20,1000, a few requests per series.
+    #[arg(long)]
+    quick: bool,
+    /// Skip the reflector sweep (one write per tenant namespace).
+    #[arg(long)]
+    no_sweep: bool,
+    /// Write the plot here (SVG).
+    #[arg(long)]
+    svg: Option<PathBuf>,
     /// Write /tmp/perf-PID.map for `perf record` (profile a policy built with `strip = false`).
     #[arg(long)]
     perfmap: bool,
     /// Only run the native `validate_payload` (CREATE and UPDATE, `--iterations` each per
-    /// size) and print nothing: a target for `valgrind --tool=callgrind` or `perf`.
+    /// shape, answered from memory) and print nothing: a target for `valgrind --tool=callgrind`
+    /// or `perf`.
     #[arg(long)]
     native_only: bool,
+}
+
+fn parse_variant(s: &str) -> Result<Variant, String> {
+    match s {
+        "same" => Ok(Variant::Same),
+        "distinct" => Ok(Variant::Distinct),
+        _ => Err(format!("{s}: same or distinct")),
+    }
 }
 
 fn default_policy() -> PathBuf {
@@ -70,7 +113,7 @@ fn default_policy() -> PathBuf {
         .join("../../target/wasm32-wasip1/release/tenant_reservation_policy.wasm")
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Op {
     Create,
     Update,
@@ -84,27 +127,58 @@ impl Op {
         }
     }
 
-    fn payload(self, w: &Workload) -> &[u8] {
+    fn payload(self, c: &Cluster) -> &[u8] {
         match self {
-            Op::Create => &w.create,
-            Op::Update => &w.update,
+            Op::Create => &c.create,
+            Op::Update => &c.update,
         }
     }
 }
 
 struct Row {
-    size: usize,
+    shape: Shape,
     op: Op,
-    policy: Summary,
+    samples: usize,
     host_calls: usize,
     answer_bytes: usize,
-    /// Stored applications served, and how many distinct (kind, pruned values) among them.
-    stored: (usize, usize),
-    memory_after: Option<usize>,
-    fresh_memory: Option<usize>,
+    by_source: BTreeMap<Source, (usize, usize)>,
+    /// Reflectors the cold request opened, and what their LISTs cost the API server.
+    opened: usize,
+    list_bytes: usize,
+    list_pages: usize,
+    guest: Summary,
+    host: Summary,
+    total: Summary,
+    cold: Summary,
+    cold_host: Summary,
     native: Summary,
     floor: Summary,
-    fresh: Summary,
+}
+
+impl Row {
+    fn ratio(&self) -> f64 {
+        secs(self.guest.median) / secs(self.floor.median)
+    }
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// What one sweep found: the reflectors of one replica after a write in every namespace.
+struct Sweep {
+    cluster: usize,
+    tenants: usize,
+    bounded: usize,
+    levels: [usize; 3],
+    /// Namespaces in some pool (those a write there lists).
+    pooled_namespaces: usize,
+    reflectors: Reflectors,
+    took: Duration,
 }
 
 /// Whether a `validate` response admits the request; the message otherwise.
@@ -128,55 +202,266 @@ fn floor_once(answers: &[Arc<Vec<u8>>]) -> Duration {
     start.elapsed()
 }
 
-/// The stored applications (labelled HelmReleases, the pool's Tenants included) in a request's
-/// answers, and how many distinct (kind, pruned values) they hold: the policy evaluates each
-/// at most once. Only the Applications answer holds labelled HelmReleases, so the other
-/// answers count for nothing.
-fn stored_and_distinct(answers: &[Arc<Vec<u8>>]) -> (usize, usize) {
-    let mut stored = 0;
-    let mut distinct = HashSet::new();
-    for bytes in answers {
-        for app in parse_applications(bytes, |_| None).unwrap_or_default() {
-            stored += 1;
-            let values = app.values.map(|v| v.get().to_string()).unwrap_or_default();
-            distinct.insert((app.kind.to_string(), values));
-        }
-    }
-    (stored, distinct.len())
-}
-
-fn time_series(iterations: usize, mut f: impl FnMut() -> Result<Duration>) -> Result<Summary> {
-    let mut samples = Vec::with_capacity(iterations);
-    for _ in 0..iterations {
-        samples.push(f()?);
-    }
-    Ok(Summary::of(&mut samples))
-}
-
-/// One timed `validate` on `instance`, checking the verdict and counting host calls.
+/// One `validate` on `instance` served by `host`: the whole time, and the host's share.
 fn timed_validate(
     instance: &mut Instance,
+    host: &SharedHost,
     payload: &[u8],
-    calls: &mut Vec<Calls>,
-) -> Result<Duration> {
+) -> Result<(Duration, RequestStats)> {
     let start = Instant::now();
-    let (response, counted) = instance.validate(payload)?;
+    let (response, calls) = instance.validate(payload)?;
     let elapsed = start.elapsed();
-    calls.push(counted);
     admitted(&response)?;
-    Ok(elapsed)
+    let stats = host::lock(host).request.clone();
+    if calls.answer_bytes != stats.answer_bytes {
+        bail!(
+            "the waPC host gave {} bytes, the host model served {}",
+            calls.answer_bytes,
+            stats.answer_bytes
+        );
+    }
+    Ok((elapsed, stats))
+}
+
+fn shared(api: &Arc<ApiServer>) -> SharedHost {
+    Arc::new(Mutex::new(HostModel::new(api.clone())))
+}
+
+/// One write in every tenant's namespace (a small VM, CREATE), natively, on one fresh host:
+/// the reflectors a replica holds once every tenant has been written to.
+fn sweep(c: &Cluster, api: &Arc<ApiServer>, defaults: &Defaults) -> Sweep {
+    let start = Instant::now();
+    let k8s = Frozen::new(HostModel::new(api.clone()));
+    let settings = testing::deploy_settings();
+    let mut values = defaults.vm_values(0, Variant::Same);
+    values["instanceType"] = json!("u1.small");
+    for t in &c.tenants {
+        let payload = testing::payload(
+            "CREATE",
+            cluster::SUBJECT_KIND,
+            &t.owns,
+            "sweep",
+            values.clone(),
+            None,
+            settings.clone(),
+        );
+        black_box(validate_payload(&payload, &k8s));
+    }
+    // Namespaces some bounded tenant at or above covers.
+    let by_owned: BTreeMap<&str, &cluster::TenantSpec> =
+        c.tenants.iter().map(|t| (t.owns.as_str(), t)).collect();
+    let pooled = c
+        .tenants
+        .iter()
+        .filter(|t| {
+            let mut cur = *t;
+            loop {
+                if cur.bounded {
+                    return true;
+                }
+                if cur.owns == cur.namespace {
+                    return false;
+                }
+                cur = by_owned[cur.namespace.as_str()];
+            }
+        })
+        .count();
+    Sweep {
+        cluster: c.shape.cluster,
+        tenants: c.tenant_count(),
+        bounded: c.bounded_count(),
+        levels: c.levels(),
+        pooled_namespaces: pooled,
+        reflectors: k8s.reflectors(),
+        took: start.elapsed(),
+    }
+}
+
+struct Settings {
+    iterations: usize,
+    min_iterations: usize,
+    series: Duration,
+    warmup: usize,
+    cold_runs: usize,
+}
+
+/// The rows of one generated cluster: CREATE and UPDATE. `Err` on a refusal or on host
+/// calls that vary.
+fn measure(policy: &Policy, c: &Cluster, api: &Arc<ApiServer>, s: &Settings) -> Result<Vec<Row>> {
+    let host = shared(api);
+    let mut instance = policy.instantiate(Box::new(Served(host.clone())))?;
+    let native_k8s = Frozen::new(HostModel::new(api.clone()));
+    let mut rows = Vec::new();
+    for op in [Op::Create, Op::Update] {
+        let payload = op.payload(c);
+        let what = format!(
+            "cluster {}, pool {}, {}, {}",
+            c.shape.cluster,
+            c.shape.pool,
+            c.shape.variant.name(),
+            op.name()
+        );
+        // Cold: a replica just started (no reflector) and a fresh instance.
+        let mut cold = Vec::new();
+        let mut cold_host = Vec::new();
+        let mut cold_stats = None;
+        for _ in 0..s.cold_runs.max(1) {
+            let fresh = shared(api);
+            let start = Instant::now();
+            let mut instance = policy.instantiate(Box::new(Served(fresh.clone())))?;
+            let (response, _) = instance.validate(payload)?;
+            let elapsed = start.elapsed();
+            admitted(&response).with_context(|| what.clone())?;
+            let stats = host::lock(&fresh).request.clone();
+            cold.push(elapsed.saturating_sub(stats.api));
+            cold_host.push(stats.host);
+            cold_stats = Some(stats);
+        }
+        let cold_stats = cold_stats.expect("one cold run at least");
+
+        // Warm: the long-lived instance and host.
+        let mut first: Option<RequestStats> = None;
+        let mut check = |stats: &RequestStats| -> Result<()> {
+            match &first {
+                None => first = Some(stats.clone()),
+                Some(f) if f.fingerprint != stats.fingerprint || f.calls != stats.calls => bail!(
+                    "{what}: host calls differ between requests: {} calls ({:x}), then {} ({:x})",
+                    f.calls,
+                    f.fingerprint,
+                    stats.calls,
+                    stats.fingerprint
+                ),
+                Some(_) => {}
+            }
+            Ok(())
+        };
+        for _ in 0..s.warmup.max(1) {
+            let (_, stats) = timed_validate(&mut instance, &host, payload).context(what.clone())?;
+            if stats.calls != cold_stats.calls || stats.fingerprint != cold_stats.fingerprint {
+                bail!("{what}: the warm request's host calls differ from the cold one's");
+            }
+            check(&stats)?;
+            let verdict = validate_payload(payload, &native_k8s);
+            if !verdict.allowed {
+                bail!("{what}: native: not admitted: {:?}", verdict.message);
+            }
+        }
+        host::lock(&host).record(true);
+        let (_, stats) = timed_validate(&mut instance, &host, payload)?;
+        check(&stats)?;
+        let served = {
+            let mut h = host::lock(&host);
+            let served = h.recorded();
+            h.record(false);
+            served
+        };
+        for _ in 0..s.warmup {
+            black_box(floor_once(&served));
+        }
+        // Interleaved, so that the series see the same machine noise.
+        let (mut guest, mut hosts, mut total, mut native, mut floor) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let start = Instant::now();
+        for i in 0..s.iterations.max(1) {
+            let (elapsed, stats) = timed_validate(&mut instance, &host, payload)?;
+            check(&stats)?;
+            total.push(elapsed);
+            hosts.push(stats.host);
+            guest.push(elapsed.saturating_sub(stats.host));
+            let t = Instant::now();
+            let verdict = validate_payload(payload, &native_k8s);
+            native.push(t.elapsed());
+            if !verdict.allowed {
+                bail!("{what}: native: not admitted: {:?}", verdict.message);
+            }
+            black_box(verdict);
+            floor.push(floor_once(&served));
+            if i + 1 >= s.min_iterations && start.elapsed() > s.series {
+                break;
+            }
+        }
+        let stats = first.expect("warm-up ran");
+        let row = Row {
+            shape: c.shape,
+            op,
+            samples: total.len(),
+            host_calls: stats.calls,
+            answer_bytes: stats.answer_bytes,
+            by_source: stats.by_source.clone(),
+            opened: cold_stats.opened,
+            list_bytes: cold_stats.list_bytes,
+            list_pages: cold_stats.list_pages,
+            guest: Summary::of(&mut guest),
+            host: Summary::of(&mut hosts),
+            total: Summary::of(&mut total),
+            cold: Summary::of(&mut cold),
+            cold_host: Summary::of(&mut cold_host),
+            native: Summary::of(&mut native),
+            floor: Summary::of(&mut floor),
+        };
+        eprintln!(
+            "  {}: guest {} + host {} = {}; cold {}; native {}; floor {}; {} samples",
+            op.name(),
+            Human(row.guest.median),
+            Human(row.host.median),
+            Human(row.total.median),
+            Human(row.cold.median),
+            Human(row.native.median),
+            Human(row.floor.median),
+            row.samples
+        );
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+fn shapes(args: &Args) -> Vec<Shape> {
+    let (mut clusters, mut pools) = (args.clusters.clone(), args.pools.clone());
+    clusters.sort_unstable();
+    clusters.dedup();
+    pools.sort_unstable();
+    pools.dedup();
+    let mut variants = args.variants.clone();
+    variants.sort();
+    variants.dedup();
+    let mut out = Vec::new();
+    for &cluster in &clusters {
+        for &pool in pools.iter().filter(|&&p| p > 0 && p <= cluster) {
+            for &variant in &variants {
+                out.push(Shape {
+                    cluster,
+                    pool,
+                    variant,
+                });
+            }
+        }
+    }
+    out
 }
 
 fn run() -> Result<bool> {
-    let args = Args::parse();
-    if args.sizes.is_empty() || args.iterations == 0 {
-        bail!("--sizes and --iterations must not be empty or zero");
+    let wall = Instant::now();
+    let mut args = Args::parse();
+    if args.quick {
+        args.clusters = vec![1000, 10_000];
+        args.pools = vec![20, 1000];
+        args.iterations = args.iterations.min(8);
+        args.min_iterations = args.min_iterations.min(5);
+        args.series_seconds = args.series_seconds.min(0.5);
+        args.warmup = args.warmup.min(1);
+        args.cold_runs = args.cold_runs.min(2);
     }
+    let shapes = shapes(&args);
+    if shapes.is_empty() || args.iterations == 0 {
+        bail!("no cluster holds a pool of the sizes given, or --iterations is 0");
+    }
+    let defaults = Defaults::load();
     if args.native_only {
-        for &size in &args.sizes {
-            let (w, answers) = workload::generate(size);
-            let k8s = Native(&answers);
-            for payload in [&w.create, &w.update] {
+        for &shape in &shapes {
+            let c = cluster::generate(shape, &defaults);
+            let api = Arc::new(ApiServer::new(c.objects.clone())?);
+            let k8s = Frozen::new(HostModel::new(api));
+            for payload in [&c.create, &c.update] {
                 for _ in 0..args.iterations {
                     black_box(validate_payload(payload, &k8s));
                 }
@@ -191,236 +476,413 @@ fn run() -> Result<bool> {
             path.display()
         )
     })?;
+    let load_start = load_average();
+    let policy = Policy::load(&wasm, args.perfmap)?;
+    let instantiate = {
+        let mut samples = Vec::new();
+        for _ in 0..30 {
+            let start = Instant::now();
+            let i = policy.instantiate(Box::new(replay_runner::NoAnswers))?;
+            samples.push(start.elapsed());
+            drop(i);
+        }
+        Summary::of(&mut samples)
+    };
+    let settings = Settings {
+        iterations: args.iterations,
+        min_iterations: args.min_iterations.max(1),
+        series: Duration::from_secs_f64(args.series_seconds),
+        warmup: args.warmup,
+        cold_runs: args.cold_runs,
+    };
+
+    let mut rows = Vec::new();
+    let mut sweeps = Vec::new();
+    for &shape in &shapes {
+        let build = Instant::now();
+        let c = cluster::generate(shape, &defaults);
+        let api = Arc::new(ApiServer::new(c.objects.clone())?);
+        eprintln!(
+            "cluster {} ({} tenants, {} bounded, levels {:?}), pool {} in {} namespaces ({}), {}, CREATE in {}: generated in {}",
+            shape.cluster,
+            c.tenant_count(),
+            c.bounded_count(),
+            c.levels(),
+            shape.pool,
+            c.pool_namespaces.len(),
+            c.pool_mix
+                .iter()
+                .map(|(k, n)| format!("{n} {k}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            shape.variant.name(),
+            c.create_namespace,
+            Human(build.elapsed())
+        );
+        if !args.no_sweep && !sweeps.iter().any(|s: &Sweep| s.cluster == shape.cluster) {
+            let s = sweep(&c, &api, &defaults);
+            eprintln!(
+                "  sweep: {} reflectors after a write in each of {} namespaces, in {}",
+                s.reflectors.count,
+                c.tenants.len(),
+                Human(s.took)
+            );
+            sweeps.push(s);
+        }
+        match measure(&policy, &c, &api, &settings) {
+            Ok(r) => rows.extend(r),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return Ok(false);
+            }
+        }
+    }
 
     println!("# tenant-reservation-policy admission benchmark\n");
-    println!("- policy: `{}`, {} bytes", path.display(), wasm.len());
     println!(
-        "- host: {} ({} CPUs), rustc-built bench, wasmtime 48 via wasmtime-provider 2.25 / wapc 2.2, epoch interruption on",
+        "- policy: `{}`, {} bytes; compiled in {} (wasmtime, cranelift), instantiated in {} median",
+        path.display(),
+        wasm.len(),
+        Human(policy.compile),
+        Human(instantiate.median)
+    );
+    println!(
+        "- machine: {} ({} CPUs); load average at start {load_start}",
         cpu_model(),
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!(
-        "- per size and operation: {} warm-up + {} timed requests on one long-lived instance",
-        args.warmup, args.iterations
+        "- guest: the replay-runner's host engine (wapc + wasmtime-provider, epoch interruption on), one long-lived instance; host: policy-server's list calls modelled (a reflector per key, objects cloned and serialised on every call); each series {} to {} requests ({} s budget) after {} warm-up, {} cold runs",
+        settings.min_iterations,
+        settings.iterations,
+        args.series_seconds,
+        settings.warmup,
+        settings.cold_runs
     );
-    println!("- load average at start: {}", load_average());
-
-    // Instantiation, with wasmtime's own memory as policy-server runs it.
-    let default = Policy::load(&wasm, false, args.perfmap)?;
-    let mut compiles = vec![default.compile];
-    for _ in 0..2 {
-        compiles.push(Policy::load(&wasm, false, args.perfmap)?.compile);
+    print_table(&rows);
+    print_breakdown(&rows);
+    if !sweeps.is_empty() {
+        print_sweeps(&sweeps);
     }
-    let compile = Summary::of(&mut compiles);
-    let instantiate = time_series(args.instantiations, || {
-        let start = Instant::now();
-        let instance = default.instantiate()?;
-        let elapsed = start.elapsed();
-        drop(instance);
-        Ok(elapsed)
-    })?;
+    let targets = print_targets(&rows);
+    let load_end = load_average();
     println!(
-        "- compile (wasmtime Module::new, cranelift): median {} of 3; instantiate (rehydrate + waPC init): median {}, p99 {} of {}\n",
-        Human(compile.median),
-        Human(instantiate.median),
-        Human(instantiate.p99),
-        args.instantiations
+        "\nLoad average at end: {load_end}. Bench wall time: {}.",
+        Human(wall.elapsed())
     );
-
-    // The measured instance: loaded once, as policy-server runs it.
-    let mut instance = default.instantiate()?;
-    // Its shadow with tracked memory, fed the same series, for the memory figures.
-    let tracked = Policy::load(&wasm, true, false)?;
-    let mut shadow = tracked.instantiate()?;
-    let initial_memory = shadow.memory.as_ref().map(|m| m.initial());
-
-    let mut rows: Vec<Row> = Vec::new();
-    let mut constant = true;
-    let mut expected_calls: Option<usize> = None;
-    let mut sizes = args.sizes.clone();
-    sizes.sort_unstable();
-    sizes.dedup();
-    for &size in &sizes {
-        let build = Instant::now();
-        let (w, answers) = workload::generate(size);
-        let answers = Arc::new(answers);
-        eprintln!(
-            "pool of {size}: {} VMInstance, {} Postgres, {} Kubernetes; generated in {}",
-            w.mix.0,
-            w.mix.1,
-            w.mix.2,
-            Human(build.elapsed())
+    if let Some(svg) = &args.svg {
+        let subtitle = format!(
+            "guest (policy.wasm, wasmtime) + host (policy-server's reflector model), median, CREATE; {}; load {load_start} → {load_end}",
+            cpu_model()
         );
-        instance.serve(answers.clone());
-        shadow.serve(answers.clone());
-        let native_k8s = Native(&answers);
-        for op in [Op::Create, Op::Update] {
-            let payload = op.payload(&w);
-            let mut calls = Vec::new();
-            for _ in 0..args.warmup.max(1) {
-                timed_validate(&mut instance, payload, &mut calls)?;
-                black_box(validate_payload(payload, &native_k8s));
-            }
-            // What one request was served: the floor's input.
-            let served = instance.last_answers();
-            let stored = stored_and_distinct(&served);
-            for _ in 0..args.warmup {
-                black_box(floor_once(&served));
-            }
-            calls.clear();
-            // Interleaved, so that the three series see the same machine noise.
-            let mut policy = Vec::with_capacity(args.iterations);
-            let mut native = Vec::with_capacity(args.iterations);
-            let mut floor = Vec::with_capacity(args.iterations);
-            for _ in 0..args.iterations {
-                policy.push(timed_validate(&mut instance, payload, &mut calls)?);
-                let start = Instant::now();
-                let verdict = validate_payload(payload, &native_k8s);
-                native.push(start.elapsed());
-                if !verdict.allowed {
-                    bail!(
-                        "native: the request was not admitted: {:?}",
-                        verdict.message
-                    );
-                }
-                black_box(verdict);
-                floor.push(floor_once(&served));
-            }
-            let Calls {
-                host_calls,
-                answer_bytes,
-            } = calls[0];
-            if calls.iter().any(|c| *c != calls[0]) {
-                eprintln!(
-                    "error: pool of {size}, {}: host calls per request vary: {calls:?}",
-                    op.name()
-                );
-                constant = false;
-            }
-            match expected_calls {
-                None => expected_calls = Some(host_calls),
-                Some(n) if n != host_calls => {
-                    eprintln!(
-                        "error: pool of {size}, {}: {host_calls} host calls per request, {n} at the smallest size",
-                        op.name()
-                    );
-                    constant = false;
-                }
-                Some(_) => {}
-            }
-
-            // Memory: the shadow instance runs the same requests (its size after the series
-            // is its peak), and a fresh one runs the request once.
-            let shadow_runs = args.warmup + args.iterations.min(20);
-            let mut shadow_calls = Vec::new();
-            for _ in 0..shadow_runs {
-                timed_validate(&mut shadow, payload, &mut shadow_calls)?;
-            }
-            let memory_after = shadow.memory.as_ref().map(|m| m.size());
-            let fresh_memory = {
-                let mut probe = tracked.instantiate()?;
-                probe.serve(answers.clone());
-                admitted(&probe.validate(payload)?.0)?;
-                probe.memory.as_ref().map(|m| m.size())
-            };
-
-            // policy-server mode: a fresh instance per request.
-            let fresh_runs = args.iterations.clamp(1, 20);
-            let fresh = time_series(fresh_runs, || {
-                let start = Instant::now();
-                let mut fresh = default.instantiate()?;
-                fresh.serve(answers.clone());
-                let (response, _) = fresh.validate(payload)?;
-                let elapsed = start.elapsed();
-                admitted(&response)?;
-                Ok(elapsed)
-            })?;
-            let (policy, native, floor) = (
-                Summary::of(&mut policy),
-                Summary::of(&mut native),
-                Summary::of(&mut floor),
-            );
-            eprintln!(
-                "  {}: policy median {}, native {}, floor {}",
-                op.name(),
-                Human(policy.median),
-                Human(native.median),
-                Human(floor.median)
-            );
-            rows.push(Row {
-                size,
-                op,
-                policy,
-                host_calls,
-                answer_bytes,
-                stored,
-                memory_after,
-                fresh_memory,
-                native,
-                floor,
-                fresh,
-            });
-        }
+        std::fs::write(svg, plot_rows(&rows, &subtitle))
+            .with_context(|| format!("writing {}", svg.display()))?;
+        println!("\nPlot: `{}`.", svg.display());
     }
-
-    print_tables(&rows, initial_memory);
-    println!("\nLoad average at end: {}.", load_average());
-    if !constant {
-        eprintln!("FAILED: the number of host calls per request is not constant");
-    }
-    Ok(constant)
+    let _ = targets;
+    Ok(true)
 }
 
-fn print_tables(rows: &[Row], initial_memory: Option<usize>) {
-    let mem = |m: Option<usize>| m.map_or("-".to_string(), |b| Bytes(b).to_string());
-    println!("## Warm instance: repeated `validate` calls\n");
+fn print_table(rows: &[Row]) {
+    println!("\n## Admission cost by cluster and pool\n");
     println!(
-        "| pool | op | median | p99 | host calls | answer bytes | stored apps / distinct (kind, values) | guest memory after | native policy | floor (serde_json::Value) | policy / floor | Δ median per added app |"
+        "| cluster | pool | values | op | host calls | answer bytes | reflectors opened (cold): initial LISTs | guest median | guest p99 | host median | guest + host median | cold first request (host part) | native policy | floor | policy / floor |"
     );
-    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for row in rows {
-        let previous = rows
+    println!("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in rows {
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {}: {} in {} pages | {} | {} | {} | **{}** | {} ({}) | {} | {} | {:.2} |",
+            r.shape.cluster,
+            r.shape.pool,
+            r.shape.variant.name(),
+            r.op.name(),
+            r.host_calls,
+            Bytes(r.answer_bytes),
+            r.opened,
+            Bytes(r.list_bytes),
+            r.list_pages,
+            Human(r.guest.median),
+            Human(r.guest.p99),
+            Human(r.host.median),
+            Human(r.total.median),
+            Human(r.cold.median),
+            Human(r.cold_host.median),
+            Human(r.native.median),
+            Human(r.floor.median),
+            r.ratio()
+        );
+    }
+    println!(
+        "\nguest = the `validate` call less the host's time in it (waPC copies and the host-call dispatch stay in the guest's share); host = the modelled policy-server work for the request's calls; cold = a fresh instance on a host without reflectors (instantiate + validate; its host part opens the reflectors: decode, strip and prune the initial LISTs; the API server's own work and the network are not in it); native policy = the same policy compiled for this machine, answered from memory; floor = natively deserialising the same answers into `serde_json::Value`; policy / floor = guest median / floor median."
+    );
+}
+
+/// Where a request's answer bytes come from, for the smallest pool of each cluster.
+fn print_breakdown(rows: &[Row]) {
+    let Some(smallest) = rows.iter().map(|r| r.shape.pool).min() else {
+        return;
+    };
+    println!(
+        "\n## The answers of one request, by lookup (pool of {smallest}, same values, CREATE)\n"
+    );
+    println!("| cluster | lookup | calls | bytes |");
+    println!("|---:|---|---:|---:|");
+    for r in rows.iter().filter(|r| {
+        r.shape.pool == smallest && r.shape.variant == Variant::Same && r.op == Op::Create
+    }) {
+        for (source, (calls, bytes)) in &r.by_source {
+            println!(
+                "| {} | {} | {calls} | {} |",
+                r.shape.cluster,
+                source.name(),
+                Bytes(*bytes)
+            );
+        }
+    }
+}
+
+fn print_sweeps(sweeps: &[Sweep]) {
+    println!(
+        "\n## Reflectors of one policy-server replica after a write in every tenant's namespace\n"
+    );
+    println!(
+        "| cluster | tenants (bounded; levels 1/2/3) | namespaces in a pool | reflectors | by name: tenants | namespaces listed | definitions + schemas + instance types | objects held | held (pruned JSON) | initial LISTs (API server → host) | LIST pages |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for s in sweeps {
+        let r = &s.reflectors;
+        let n = |src| r.by_source.get(&src).copied().unwrap_or(0);
+        println!(
+            "| {} | {} ({}; {}/{}/{}) | {} | **{}** | {} | {} | {} + {} + {} | {} | {} | {} | {} |",
+            s.cluster,
+            s.tenants,
+            s.bounded,
+            s.levels[0],
+            s.levels[1],
+            s.levels[2],
+            s.pooled_namespaces,
+            r.count,
+            n(Source::Tenant),
+            n(Source::Applications),
+            n(Source::Definitions),
+            n(Source::Schema),
+            n(Source::InstanceTypes),
+            r.objects,
+            Bytes(r.held_bytes),
+            Bytes(r.list_bytes),
+            r.list_pages
+        );
+    }
+    println!(
+        "\nOne CREATE of a small VM in every tenant's namespace (the root's included), natively, on one fresh host; the sweep took {}. Each reflector is one initial LIST and then one WATCH held open for the replica's life, per replica.",
+        sweeps
             .iter()
-            .filter(|r| r.op == row.op && r.size < row.size)
-            .max_by_key(|r| r.size);
-        let marginal = previous.map_or("-".to_string(), |p| {
-            let delta = row.policy.median.as_secs_f64() - p.policy.median.as_secs_f64();
-            format!("{:.2} µs", delta * 1e6 / (row.size - p.size) as f64)
-        });
-        println!(
-            "| {} | {} | {} | {} | {} | {} | {} / {} | {} | {} | {} | {:.2} | {} |",
-            row.size,
-            row.op.name(),
-            Human(row.policy.median),
-            Human(row.policy.p99),
-            row.host_calls,
-            Bytes(row.answer_bytes),
-            row.stored.0,
-            row.stored.1,
-            mem(row.memory_after),
-            Human(row.native.median),
-            Human(row.floor.median),
-            row.policy.median.as_secs_f64() / row.floor.median.as_secs_f64(),
-            marginal
-        );
-    }
-    println!(
-        "\nGuest memory: wasm linear memory size after the series, on a shadow instance with the same history (linear memory never shrinks, sizes run in ascending order: it is the peak so far); {} at instantiation.\n",
-        mem(initial_memory)
+            .map(|s| format!("{} for {}", Human(s.took), s.cluster))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
-    println!("## policy-server mode: a fresh instance per request\n");
-    println!("| pool | op | instantiate + validate, median | p99 | guest memory peak |");
-    println!("|---:|---|---:|---:|---:|");
-    for row in rows {
-        println!(
-            "| {} | {} | {} | {} | {} |",
-            row.size,
-            row.op.name(),
-            Human(row.fresh.median),
-            Human(row.fresh.p99),
-            mem(row.fresh_memory)
+}
+
+fn verdict(pass: bool) -> &'static str {
+    if pass { "PASS" } else { "MISS" }
+}
+
+fn find(rows: &[Row], cluster: usize, pool: usize, variant: Variant) -> Vec<&Row> {
+    rows.iter()
+        .filter(|r| {
+            r.shape.cluster == cluster && r.shape.pool == pool && r.shape.variant == variant
+        })
+        .collect()
+}
+
+/// Prints each target with its measured value; returns whether all that were measured hold.
+fn print_targets(rows: &[Row]) -> bool {
+    println!("\n## Targets\n");
+    let mut all = true;
+    let mut line = |name: &str, measured: Option<(String, bool)>| match measured {
+        Some((value, pass)) => {
+            all &= pass;
+            println!("- {} **{name}**: {value}", verdict(pass));
+        }
+        None => println!("- not measured **{name}** (its rows were not run)"),
+    };
+    let worst = |rs: &[&Row]| {
+        rs.iter()
+            .map(|r| r.total.median)
+            .max()
+            .map(|d| (d, rs.iter().map(|r| r.answer_bytes).max().unwrap_or(0)))
+    };
+    let t1 = find(rows, 10_000, 20, Variant::Same);
+    line(
+        "a 20-application pool in a 10,000-application cluster: guest + host median ≤ 1 ms",
+        worst(&t1).map(|(d, _)| {
+            (
+                format!("{} (worst of CREATE and UPDATE)", Human(d)),
+                ms(d) <= 1.0,
+            )
+        }),
+    );
+    line(
+        "… and its answers ≤ 64 KiB",
+        worst(&t1).map(|(_, b)| (format!("{}", Bytes(b)), b <= 64 * 1024)),
+    );
+    // Growth with the cluster: every pair of clusters 10x apart, same pool, variant and op.
+    let mut growth: Option<(f64, String)> = None;
+    for r in rows {
+        if let Some(big) = rows.iter().find(|b| {
+            b.shape.cluster == r.shape.cluster * 10
+                && b.shape.pool == r.shape.pool
+                && b.shape.variant == r.shape.variant
+                && b.op == r.op
+        }) {
+            let ratio = secs(big.total.median) / secs(r.total.median);
+            if growth.as_ref().is_none_or(|(g, _)| ratio > *g) {
+                growth = Some((
+                    ratio,
+                    format!(
+                        "pool {} ({}, {}) from cluster {} to {}",
+                        r.shape.pool,
+                        r.shape.variant.name(),
+                        r.op.name(),
+                        r.shape.cluster,
+                        big.shape.cluster
+                    ),
+                ));
+            }
+        }
+    }
+    line(
+        "a fixed pool's cost grows ≤ 1.2× when its cluster grows 10×",
+        growth.map(|(g, at)| (format!("at most {g:.2}× ({at})"), g <= 1.2)),
+    );
+    let distinct: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.shape.pool == 1000 && r.shape.variant == Variant::Distinct)
+        .collect();
+    line(
+        "a 1,000-application pool with every value distinct: ≤ 5 ms",
+        worst(&distinct).map(|(d, _)| {
+            (
+                format!("{} (worst over clusters and operations)", Human(d)),
+                ms(d) <= 5.0,
+            )
+        }),
+    );
+    for variant in [Variant::Same, Variant::Distinct] {
+        let big: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.shape.pool == 10_000 && r.shape.variant == variant)
+            .collect();
+        line(
+            &format!(
+                "a 10,000-application pool ({} values): ≤ 25 ms",
+                variant.name()
+            ),
+            worst(&big).map(|(d, _)| {
+                (
+                    format!("{} (worst over clusters and operations)", Human(d)),
+                    ms(d) <= 25.0,
+                )
+            }),
         );
     }
+    let over: Vec<&Row> = rows.iter().filter(|r| r.shape.pool >= 100).collect();
+    let max_ratio = over.iter().max_by(|a, b| a.ratio().total_cmp(&b.ratio()));
+    line(
+        "policy / deserialisation floor ≤ 1 from 100 applications on",
+        max_ratio.map(|r| {
+            (
+                format!(
+                    "at most {:.2} (cluster {}, pool {}, {}, {})",
+                    r.ratio(),
+                    r.shape.cluster,
+                    r.shape.pool,
+                    r.shape.variant.name(),
+                    r.op.name()
+                ),
+                r.ratio() <= 1.0,
+            )
+        }),
+    );
+    all
+}
+
+/// The plot: median guest + host against pool size (one line per cluster) and against
+/// cluster size (one line per pool), CREATE; dashed: distinct values.
+fn plot_rows(rows: &[Row], subtitle: &str) -> String {
+    let create: Vec<&Row> = rows.iter().filter(|r| r.op == Op::Create).collect();
+    let mut clusters: Vec<usize> = create.iter().map(|r| r.shape.cluster).collect();
+    clusters.sort_unstable();
+    clusters.dedup();
+    let mut pools: Vec<usize> = create.iter().map(|r| r.shape.pool).collect();
+    pools.sort_unstable();
+    pools.dedup();
+    let variants = [Variant::Same, Variant::Distinct];
+    let mut by_pool = Vec::new();
+    let mut by_cluster = Vec::new();
+    for (i, &cluster) in clusters.iter().enumerate() {
+        for variant in variants {
+            let points: Vec<(f64, f64)> = create
+                .iter()
+                .filter(|r| r.shape.cluster == cluster && r.shape.variant == variant)
+                .map(|r| (r.shape.pool as f64, ms(r.total.median)))
+                .collect();
+            if !points.is_empty() {
+                by_pool.push(plot::Series {
+                    label: format!(
+                        "cluster {}, {}",
+                        plot::short(cluster as f64),
+                        variant.name()
+                    ),
+                    color: plot::COLORS[i % plot::COLORS.len()],
+                    dashed: variant == Variant::Distinct,
+                    points,
+                });
+            }
+        }
+    }
+    for (i, &pool) in pools.iter().enumerate() {
+        for variant in variants {
+            let points: Vec<(f64, f64)> = create
+                .iter()
+                .filter(|r| r.shape.pool == pool && r.shape.variant == variant)
+                .map(|r| (r.shape.cluster as f64, ms(r.total.median)))
+                .collect();
+            if !points.is_empty() {
+                by_cluster.push(plot::Series {
+                    label: format!("pool {}, {}", plot::short(pool as f64), variant.name()),
+                    color: plot::COLORS[(i + 3) % plot::COLORS.len()],
+                    dashed: variant == Variant::Distinct,
+                    points,
+                });
+            }
+        }
+    }
+    let targets = vec![
+        (1.0, "1 ms: 20 apps".to_string()),
+        (5.0, "5 ms: 1,000 distinct".to_string()),
+        (25.0, "25 ms: 10,000".to_string()),
+    ];
+    plot::render(
+        "Admission cost: guest + host median (ms), log-log",
+        subtitle,
+        &[
+            plot::Panel {
+                title: "against the pool's size".into(),
+                x_label: "applications in the pool".into(),
+                y_label: "ms".into(),
+                series: by_pool,
+                targets: targets.clone(),
+            },
+            plot::Panel {
+                title: "against the cluster's size".into(),
+                x_label: "applications in the cluster".into(),
+                y_label: "ms".into(),
+                series: by_cluster,
+                targets,
+            },
+        ],
+    )
 }
 
 /// `/proc/loadavg`'s three averages: the noise the figures were taken in.
