@@ -102,6 +102,16 @@ run-example: annotated-policy.wasm
 		--allow-context-aware \
 		annotated-policy.wasm
 
+# The pool ledger (tools/ledger, `tenant-reservation ledger`) of the example's cluster: every
+# pool and key, its budget, carve-outs, reservations, headroom and largest holders, on the
+# policy's own evaluation compiled natively.
+LEDGER := $(TOOLS_BIN)/tenant-reservation
+.PHONY: ledger
+ledger:
+	cargo build --release --manifest-path $(TOOLS_MANIFEST) -p ledger
+	$(LEDGER) ledger --state $(EXAMPLE_DIR)/cluster.yaml \
+		$(if $(wildcard $(EXAMPLE_DIR)/settings.json),--settings $(EXAMPLE_DIR)/settings.json)
+
 .PHONY: fmt
 fmt:
 	cargo fmt --all
@@ -161,7 +171,7 @@ sessions:
 
 .PHONY: bench
 bench: policy.wasm
-	cargo run --release --locked --manifest-path $(TOOLS_MANIFEST) -p bench -- --policy policy.wasm
+	cargo run --release --locked --manifest-path $(TOOLS_MANIFEST) -p bench -- --policy policy.wasm --svg docs/bench.svg
 
 # The fuzz targets of fuzz/ (cargo-fuzz), each run for a bounded time by scripts/fuzz.sh.
 .PHONY: fuzz
