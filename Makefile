@@ -129,8 +129,9 @@ lint: wasm-target
 	cargo clippy --manifest-path $(TOOLS_MANIFEST) --workspace --all-targets -- -D warnings
 
 # Tools tests run in release so they share the release build of wasmtime with the binaries.
+# replay-runner's tests build policy.wasm themselves, hence the wasm32-wasip1 target.
 .PHONY: test
-test:
+test: wasm-target
 	cargo test --locked
 	cargo test --release --manifest-path $(TOOLS_MANIFEST) --workspace
 
