@@ -14,7 +14,8 @@
 //!   answers into `serde_json::Value`.
 //!
 //! Then a sweep per cluster size: one write in every tenant's namespace, on one fresh host, to
-//! count the reflectors a replica ends up holding. Prints markdown; writes an SVG plot with
+//! count the reflectors a replica ends up holding. Last, each pool in two clusters 10× apart,
+//! request by request in turn, for the growth target. Prints markdown; writes an SVG plot with
 //! `--svg`.
 //!
 //! ```text
@@ -415,6 +416,124 @@ fn measure(policy: &Policy, c: &Cluster, api: &Arc<ApiServer>, s: &Settings) -> 
     Ok(rows)
 }
 
+/// A fixed pool timed in two clusters 10× apart, request by request in turn, so that both
+/// sides see the same machine noise: medians of separate series taken a minute apart differ
+/// by more than the 1.2× the target allows on a busy 2-core machine.
+struct Growth {
+    pool: usize,
+    variant: Variant,
+    op: Op,
+    small: usize,
+    big: usize,
+    /// Guest + host medians, small cluster then big.
+    medians: (Duration, Duration),
+    /// Host calls and answer bytes, small cluster then big.
+    calls: (usize, usize),
+    bytes: (usize, usize),
+    samples: usize,
+}
+
+impl Growth {
+    fn ratio(&self) -> f64 {
+        secs(self.medians.1) / secs(self.medians.0)
+    }
+}
+
+fn paired_growth(
+    policy: &Policy,
+    (small, big): (&Cluster, &Cluster),
+    s: &Settings,
+) -> Result<Vec<Growth>> {
+    let side = |c: &Cluster| -> Result<(Instance, SharedHost)> {
+        let api = Arc::new(ApiServer::new(c.objects.clone())?);
+        let host = shared(&api);
+        Ok((policy.instantiate(Box::new(Served(host.clone())))?, host))
+    };
+    let (mut a, mut b) = (side(small)?, side(big)?);
+    let mut out = Vec::new();
+    for op in [Op::Create, Op::Update] {
+        let (pa, pb) = (op.payload(small), op.payload(big));
+        let (mut first_a, mut first_b) = (None, None);
+        for _ in 0..s.warmup.max(1) {
+            first_a = Some(timed_validate(&mut a.0, &a.1, pa)?.1);
+            first_b = Some(timed_validate(&mut b.0, &b.1, pb)?.1);
+        }
+        let (sa, sb) = (first_a.expect("warmed"), first_b.expect("warmed"));
+        let (mut ta, mut tb) = (Vec::new(), Vec::new());
+        let start = Instant::now();
+        for i in 0..s.iterations.max(1) {
+            // Alternate which side goes first, so neither always follows the other.
+            if i % 2 == 0 {
+                ta.push(timed_validate(&mut a.0, &a.1, pa)?.0);
+                tb.push(timed_validate(&mut b.0, &b.1, pb)?.0);
+            } else {
+                tb.push(timed_validate(&mut b.0, &b.1, pb)?.0);
+                ta.push(timed_validate(&mut a.0, &a.1, pa)?.0);
+            }
+            if i + 1 >= s.min_iterations && start.elapsed() > s.series {
+                break;
+            }
+        }
+        let growth = Growth {
+            pool: small.shape.pool,
+            variant: small.shape.variant,
+            op,
+            small: small.shape.cluster,
+            big: big.shape.cluster,
+            medians: (Summary::of(&mut ta).median, Summary::of(&mut tb).median),
+            calls: (sa.calls, sb.calls),
+            bytes: (sa.answer_bytes, sb.answer_bytes),
+            samples: ta.len(),
+        };
+        eprintln!(
+            "  paired {}: cluster {} {} vs cluster {} {}: {:.2}x; {} samples",
+            op.name(),
+            growth.small,
+            Human(growth.medians.0),
+            growth.big,
+            Human(growth.medians.1),
+            growth.ratio(),
+            growth.samples
+        );
+        out.push(growth);
+    }
+    Ok(out)
+}
+
+fn print_growth(growth: &[Growth]) {
+    println!(
+        "
+## A fixed pool in clusters 10× apart, timed in turn
+"
+    );
+    println!(
+        "| pool | values | op | clusters | host calls | answer bytes | guest + host median | ratio | samples |"
+    );
+    println!("|---:|---|---|---|---|---|---|---:|---:|");
+    for g in growth {
+        println!(
+            "| {} | {} | {} | {} → {} | {} → {} | {} → {} | {} → {} | {:.2}× | {} |",
+            g.pool,
+            g.variant.name(),
+            g.op.name(),
+            g.small,
+            g.big,
+            g.calls.0,
+            g.calls.1,
+            Bytes(g.bytes.0),
+            Bytes(g.bytes.1),
+            Human(g.medians.0),
+            Human(g.medians.1),
+            g.ratio(),
+            g.samples
+        );
+    }
+    println!(
+        "
+Both clusters' requests alternate in one loop on the same machine (each side its own instance and host), so the ratio is free of the drift between series of the main table."
+    );
+}
+
 fn shapes(args: &Args) -> Vec<Shape> {
     let (mut clusters, mut pools) = (args.clusters.clone(), args.pools.clone());
     clusters.sort_unstable();
@@ -538,6 +657,36 @@ fn run() -> Result<bool> {
         }
     }
 
+    // The growth target, measured in pairs: each pool and variant in clusters 10x apart.
+    let mut growth = Vec::new();
+    for &shape in &shapes {
+        let bigger = Shape {
+            cluster: shape.cluster * 10,
+            ..shape
+        };
+        if !shapes.contains(&bigger) {
+            continue;
+        }
+        eprintln!(
+            "paired: pool {} ({}) in clusters {} and {}",
+            shape.pool,
+            shape.variant.name(),
+            shape.cluster,
+            bigger.cluster
+        );
+        let (small, big) = (
+            cluster::generate(shape, &defaults),
+            cluster::generate(bigger, &defaults),
+        );
+        match paired_growth(&policy, (&small, &big), &settings) {
+            Ok(g) => growth.extend(g),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return Ok(false);
+            }
+        }
+    }
+
     println!("# tenant-reservation-policy admission benchmark\n");
     println!(
         "- policy: `{}`, {} bytes; compiled in {} (wasmtime, cranelift), instantiated in {} median",
@@ -564,7 +713,10 @@ fn run() -> Result<bool> {
     if !sweeps.is_empty() {
         print_sweeps(&sweeps);
     }
-    let targets = print_targets(&rows);
+    if !growth.is_empty() {
+        print_growth(&growth);
+    }
+    let targets = print_targets(&rows, &growth);
     let load_end = load_average();
     println!(
         "\nLoad average at end: {load_end}. Bench wall time: {}.",
@@ -696,7 +848,7 @@ fn find(rows: &[Row], cluster: usize, pool: usize, variant: Variant) -> Vec<&Row
 }
 
 /// Prints each target with its measured value; returns whether all that were measured hold.
-fn print_targets(rows: &[Row]) -> bool {
+fn print_targets(rows: &[Row], paired: &[Growth]) -> bool {
     println!("\n## Targets\n");
     let mut all = true;
     let mut line = |name: &str, measured: Option<(String, bool)>| match measured {
@@ -726,28 +878,46 @@ fn print_targets(rows: &[Row]) -> bool {
         "… and its answers ≤ 64 KiB",
         worst(&t1).map(|(_, b)| (format!("{}", Bytes(b)), b <= 64 * 1024)),
     );
-    // Growth with the cluster: every pair of clusters 10x apart, same pool, variant and op.
+    // Growth with the cluster: from the paired measurement when it ran, else from the
+    // series of the main table (which also carry the drift between series).
     let mut growth: Option<(f64, String)> = None;
-    for r in rows {
-        if let Some(big) = rows.iter().find(|b| {
-            b.shape.cluster == r.shape.cluster * 10
-                && b.shape.pool == r.shape.pool
-                && b.shape.variant == r.shape.variant
-                && b.op == r.op
-        }) {
-            let ratio = secs(big.total.median) / secs(r.total.median);
-            if growth.as_ref().is_none_or(|(g, _)| ratio > *g) {
-                growth = Some((
-                    ratio,
+    let mut worse = |ratio: f64, what: String| {
+        if growth.as_ref().is_none_or(|(g, _)| ratio > *g) {
+            growth = Some((ratio, what));
+        }
+    };
+    for g in paired {
+        worse(
+            g.ratio(),
+            format!(
+                "pool {} ({}, {}) from cluster {} to {}, timed in turn",
+                g.pool,
+                g.variant.name(),
+                g.op.name(),
+                g.small,
+                g.big
+            ),
+        );
+    }
+    if paired.is_empty() {
+        for r in rows {
+            if let Some(big) = rows.iter().find(|b| {
+                b.shape.cluster == r.shape.cluster * 10
+                    && b.shape.pool == r.shape.pool
+                    && b.shape.variant == r.shape.variant
+                    && b.op == r.op
+            }) {
+                worse(
+                    secs(big.total.median) / secs(r.total.median),
                     format!(
-                        "pool {} ({}, {}) from cluster {} to {}",
+                        "pool {} ({}, {}) from cluster {} to {}, separate series",
                         r.shape.pool,
                         r.shape.variant.name(),
                         r.op.name(),
                         r.shape.cluster,
                         big.shape.cluster
                     ),
-                ));
+                );
             }
         }
     }
