@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# A real Kubernetes control plane on loopback for tests: etcd and kube-apiserver, RBAC on,
+# certificates and keys made for each run, the real CRDs of ../shared/reference/crds installed.
+#
+#   control-plane.sh up DIR     start; writes DIR/kubeconfig (admin), DIR/env (source it), logs
+#   control-plane.sh down DIR   stop what `up DIR` started (safe to call twice)
+#   control-plane.sh check      exit 0 when etcd and kube-apiserver are found; else one line why
+#
+# Ports are picked free on 127.0.0.1 at each start, so runs do not collide. DIR/env exports
+# KUBECONFIG, APISERVER_URL, APISERVER_CA (the CA that signed the serving certificate; it also
+# signs the certificates a test makes for its own servers: DIR/pki/ca.{crt,key}) and ADMIN_TOKEN.
+# Admin is `system:masters` by a static token; every other identity goes through RBAC
+# (`kubectl create token SA` works: the API server signs service-account tokens itself).
+# Binaries come from scripts/cluster/find-tool.sh (environment, PATH, ../shared/tools).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+
+find_tool() { bash "$here/find-tool.sh" "$1"; }
+
+crds_dir() {
+    local d
+    for d in "${CRDS_DIR:-}" "$(git -C "$repo" rev-parse --show-toplevel 2>/dev/null)/../shared/reference/crds" \
+        "$repo/../shared/reference/crds" /work/shared/reference/crds; do
+        [ -n "$d" ] && [ -f "$d/helm.toolkit.fluxcd.io_helmreleases.yaml" ] && { (cd "$d" && pwd); return; }
+    done
+    echo "control-plane: no CRDs (looked at \$CRDS_DIR, ../shared/reference/crds)" >&2
+    return 1
+}
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
+    local deadline=$((SECONDS + $1)) what=$2
+    shift 2
+    until "$@" >/dev/null 2>&1; do
+        if [ $SECONDS -ge $deadline ]; then
+            echo "control-plane: $what not ready" >&2
+            return 1
+        fi
+        sleep 0.2
+    done
+}
+
+make_pki() { # make_pki DIR
+    local pki=$1/pki
+    mkdir -p "$pki"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=test-ca" \
+        -keyout "$pki/ca.key" -out "$pki/ca.crt" 2>/dev/null
+    bash "$here/serving-cert.sh" "$pki" apiserver "127.0.0.1" "localhost,kubernetes,kubernetes.default,kubernetes.default.svc"
+    openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
+    openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
+}
+
+start_etcd() { # start_etcd DIR BIN CLIENT PEER METRICS
+    local dir=$1 bin=$2
+    if "$bin" --help 2>&1 | grep -q -- '-client-url'; then
+        # ../shared/tools/etcd: a minimal command line.
+        "$bin" --data-dir "$dir/etcd" --client-url "http://127.0.0.1:$3" \
+            --peer-url "http://127.0.0.1:$4" --metrics-url "http://127.0.0.1:$5" \
+            >"$dir/etcd.log" 2>&1 &
+    else
+        # Debian's etcd-server and upstream etcd.
+        "$bin" --data-dir "$dir/etcd" --name test \
+            --listen-client-urls "http://127.0.0.1:$3" --advertise-client-urls "http://127.0.0.1:$3" \
+            --listen-peer-urls "http://127.0.0.1:$4" --initial-advertise-peer-urls "http://127.0.0.1:$4" \
+            --initial-cluster "test=http://127.0.0.1:$4" --listen-metrics-urls "http://127.0.0.1:$5" \
+            >"$dir/etcd.log" 2>&1 &
+    fi
+    echo $! >"$dir/etcd.pid"
+}
+
+up() {
+    local dir=$1 etcd apiserver crds
+    etcd=$(find_tool etcd)
+    apiserver=$(find_tool kube-apiserver)
+    [ -n "$etcd" ] && [ -n "$apiserver" ] || exit 2
+    crds=$(crds_dir)
+    mkdir -p "$dir"
+    dir=$(cd "$dir" && pwd)
+    make_pki "$dir"
+
+    local client peer metrics port token
+    client=$(free_port) peer=$(free_port) metrics=$(free_port) port=$(free_port)
+    start_etcd "$dir" "$etcd" "$client" "$peer" "$metrics"
+    wait_for 30 etcd curl -sf "http://127.0.0.1:$client/health"
+
+    token=$(openssl rand -hex 16)
+    echo "$token,admin,admin,system:masters" >"$dir/pki/tokens.csv"
+    "$apiserver" \
+        --etcd-servers "http://127.0.0.1:$client" \
+        --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$port" \
+        --tls-cert-file "$dir/pki/apiserver.crt" --tls-private-key-file "$dir/pki/apiserver.key" \
+        --client-ca-file "$dir/pki/ca.crt" \
+        --token-auth-file "$dir/pki/tokens.csv" \
+        --authorization-mode RBAC \
+        --service-account-issuer https://kubernetes.default.svc \
+        --service-account-key-file "$dir/pki/sa.pub" \
+        --service-account-signing-key-file "$dir/pki/sa.key" \
+        --service-cluster-ip-range 10.96.0.0/24 \
+        --allow-privileged=false \
+        >"$dir/kube-apiserver.log" 2>&1 &
+    echo $! >"$dir/kube-apiserver.pid"
+
+    local url=https://127.0.0.1:$port
+    cat >"$dir/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+  - name: test
+    cluster: { server: "$url", certificate-authority: "$dir/pki/ca.crt" }
+users:
+  - name: admin
+    user: { token: "$token" }
+contexts:
+  - name: test
+    context: { cluster: test, user: admin }
+current-context: test
+EOF
+    cat >"$dir/env" <<EOF
+export KUBECONFIG="$dir/kubeconfig"
+export APISERVER_URL="$url"
+export APISERVER_CA="$dir/pki/ca.crt"
+export ADMIN_TOKEN="$token"
+export ETCD_METRICS_URL="http://127.0.0.1:$metrics"
+EOF
+    wait_for 60 kube-apiserver curl -sf --cacert "$dir/pki/ca.crt" -H "Authorization: Bearer $token" "$url/readyz"
+
+    KUBECONFIG=$dir/kubeconfig kubectl apply -f "$crds" >"$dir/crds.log"
+    KUBECONFIG=$dir/kubeconfig kubectl wait --for condition=Established --timeout 60s crd --all >>"$dir/crds.log"
+    echo "control-plane: up at $url (source $dir/env)" >&2
+}
+
+down() {
+    local dir=$1 pid name
+    for name in kube-apiserver etcd; do
+        [ -f "$dir/$name.pid" ] || continue
+        pid=$(cat "$dir/$name.pid")
+        if kill "$pid" 2>/dev/null; then
+            for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+            kill -9 "$pid" 2>/dev/null || true
+        fi
+        rm -f "$dir/$name.pid"
+    done
+}
+
+check() {
+    local missing=()
+    [ -n "$(find_tool etcd 2>/dev/null)" ] || missing+=(etcd)
+    [ -n "$(find_tool kube-apiserver 2>/dev/null)" ] || missing+=(kube-apiserver)
+    command -v kubectl >/dev/null || missing+=(kubectl)
+    command -v openssl >/dev/null || missing+=(openssl)
+    crds_dir >/dev/null 2>&1 || missing+=("the CRDs of ../shared/reference/crds")
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "no ${missing[*]} (environment, PATH or ../shared/tools)"
+        return 1
+    fi
+}
+
+case "${1:-}" in
+up) up "${2:?usage: control-plane.sh up DIR}" ;;
+down) down "${2:?usage: control-plane.sh down DIR}" ;;
+check) check ;;
+*)
+    echo "usage: control-plane.sh up DIR | down DIR | check" >&2
+    exit 2
+    ;;
+esac
