@@ -14,6 +14,9 @@
 #       (admission included), writes what Cozystack's storage writes for each application, as
 #       admin: its HelmRelease, and for a Tenant the tenant chart's namespace and module
 #       HelmReleases. kubectl's stderr (a refusal) is passed through, with its exit status.
+#   cozystack-apps.sh release DIR PLURAL NAMESPACE NAME
+#       what `write` does after an accepted write, for an application already stored: reads it
+#       (as admin) and writes its HelmRelease (and a Tenant's tree) as Cozystack's storage does
 #   cozystack-apps.sh crds
 #       print the generated CRDs (JSON, one a line)
 #
@@ -94,7 +97,17 @@ write() {
     return "$rc"
 }
 
+release() { # release DIR PLURAL NAMESPACE NAME
+    local dir=$1 ref
+    env_of "$dir"
+    ref=$(ref_dir)
+    kubectl get "$2.apps.cozystack.io" -n "$3" "$4" -o json |
+        stand_in store "$ref/applicationdefinitions" |
+        kubectl apply -f - >/dev/null
+}
+
 case "${1:-}" in
+release) release "${2:?usage: cozystack-apps.sh release DIR PLURAL NAMESPACE NAME}" "${3:?PLURAL}" "${4:?NAMESPACE}" "${5:?NAME}" ;;
 install) install "${2:?usage: cozystack-apps.sh install DIR [ROOT_VALUES]}" "${3:-}" ;;
 write)
     shift
@@ -102,7 +115,7 @@ write)
     ;;
 crds) stand_in crds "$(ref_dir)/applicationdefinitions" ;;
 *)
-    echo "usage: cozystack-apps.sh install DIR [ROOT_VALUES] | write DIR VERB [KUBECTL ARGS...] | crds" >&2
+    echo "usage: cozystack-apps.sh install DIR [ROOT_VALUES] | write DIR VERB [KUBECTL ARGS...] | release DIR PLURAL NAMESPACE NAME | crds" >&2
     exit 2
     ;;
 esac
