@@ -247,9 +247,18 @@ EOF
     if [ "$webhook" = 1 ]; then
         webhook_config "$url" "$dir/pki/ca.crt" >"$ps_dir/webhook.yaml"
         kubectl apply -f "$ps_dir/webhook.yaml" >/dev/null
-        # The API server picks a new webhook configuration up within a second or so: wait until
-        # a server-side dry run of a (non-existent) kind reaches... simply until it lists it.
-        kubectl get validatingwebhookconfiguration "$WEBHOOK_NAME" >/dev/null
+        # The API server picks a new webhook configuration up within a second or so, and admits
+        # writes without it until then: when the apps.cozystack.io kinds are served, wait
+        # (bounded) until a server-side dry run of a Tenant reaches this policy-server.
+        if kubectl get crd tenants.apps.cozystack.io >/dev/null 2>&1; then
+            deadline=$((SECONDS + 30))
+            until grep -q "/validate/$POLICY_ID" "$ps_dir/policy-server.log"; do
+                [ $SECONDS -lt $deadline ] || die "the API server does not call the webhook after 30s"
+                printf '%s' '{"apiVersion":"apps.cozystack.io/v1alpha1","kind":"Tenant","metadata":{"name":"webhook-probe","namespace":"default"},"spec":{}}' |
+                    kubectl create --dry-run=server -f - >/dev/null 2>&1 || true
+                sleep 0.2
+            done
+        fi
     fi
     echo "$url"
 }
