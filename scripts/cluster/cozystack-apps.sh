@@ -17,6 +17,10 @@
 #   cozystack-apps.sh release DIR PLURAL NAMESPACE NAME
 #       what `write` does after an accepted write, for an application already stored: reads it
 #       (as admin) and writes its HelmRelease (and a Tenant's tree) as Cozystack's storage does
+#   cozystack-apps.sh watcher DIR start|stop
+#       instead of `write`: a watcher (cozystack_stand_in.py watch) that stores the HelmRelease
+#       of every application the API server admits, whoever writes it (plain kubectl works);
+#       its log is DIR/stand-in-watcher.log
 #   cozystack-apps.sh crds
 #       print the generated CRDs (JSON, one a line)
 #
@@ -106,7 +110,35 @@ release() { # release DIR PLURAL NAMESPACE NAME
         kubectl apply -f - >/dev/null
 }
 
+watcher() { # watcher DIR start|stop
+    local dir=$1 pidfile=$1/stand-in-watcher.pid pid
+    case "$2" in
+    start)
+        env_of "$dir"
+        [ -f "$pidfile" ] && watcher "$dir" stop
+        python3 -u "$here/cozystack_stand_in.py" watch "$(ref_dir)/applicationdefinitions" \
+            >"$dir/stand-in-watcher.log" 2>&1 &
+        echo $! >"$pidfile"
+        for _ in $(seq 100); do
+            grep -q 'stand-in: watching' "$dir/stand-in-watcher.log" 2>/dev/null && return 0
+            kill -0 "$(cat "$pidfile")" 2>/dev/null || break
+            sleep 0.1
+        done
+        cat "$dir/stand-in-watcher.log" >&2
+        die "the watcher did not start"
+        ;;
+    stop)
+        [ -f "$pidfile" ] || return 0
+        pid=$(cat "$pidfile")
+        kill "$pid" 2>/dev/null || true
+        rm -f "$pidfile"
+        ;;
+    *) die "usage: cozystack-apps.sh watcher DIR start|stop" ;;
+    esac
+}
+
 case "${1:-}" in
+watcher) watcher "${2:?usage: cozystack-apps.sh watcher DIR start|stop}" "${3:?start|stop}" ;;
 release) release "${2:?usage: cozystack-apps.sh release DIR PLURAL NAMESPACE NAME}" "${3:?PLURAL}" "${4:?NAMESPACE}" "${5:?NAME}" ;;
 install) install "${2:?usage: cozystack-apps.sh install DIR [ROOT_VALUES]}" "${3:-}" ;;
 write)

@@ -16,6 +16,13 @@ This script makes what a test needs to stand in for it on a plain kube-apiserver
                          HelmReleases of its modules (info always; etcd, monitoring, ingress,
                          seaweedfs, computeplane when enabled)
 
+  watch DEFS_DIR         what Cozystack's storage does, as a watcher: follows every
+                         apps.cozystack.io kind on the API server ($APISERVER_URL, $ADMIN_TOKEN,
+                         $APISERVER_CA) and writes (server-side apply, as admin) what `store`
+                         prints for each application added or changed, until killed. The gap
+                         between a write and its HelmRelease is then a watch event and one
+                         request (Cozystack's storage has none: the application is the release).
+
 Stdlib + PyYAML only.
 """
 import json
@@ -163,6 +170,64 @@ def tenant_tree(obj):
         }
 
 
+def api(method, path, body=None, content_type="application/json"):
+    import ssl
+    import urllib.request
+
+    ctx = ssl.create_default_context(cafile=os.environ["APISERVER_CA"])
+    req = urllib.request.Request(
+        os.environ["APISERVER_URL"] + path,
+        method=method,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Authorization": "Bearer " + os.environ["ADMIN_TOKEN"], "Content-Type": content_type},
+    )
+    return urllib.request.urlopen(req, context=ctx, timeout=None)
+
+
+def resource_path(doc):
+    group_version = doc["apiVersion"]
+    prefix = "/api/v1" if group_version == "v1" else "/apis/" + group_version
+    plural = {"HelmRelease": "helmreleases", "Namespace": "namespaces"}[doc["kind"]]
+    ns = doc["metadata"].get("namespace")
+    where = f"/namespaces/{ns}" if ns else ""
+    return f"{prefix}{where}/{plural}/{doc['metadata']['name']}"
+
+
+def apply_doc(doc):
+    path = resource_path(doc) + "?fieldManager=cozystack-stand-in&force=true"
+    api("PATCH", path, doc, "application/apply-patch+yaml").read()
+
+
+def watch_kind(definition):
+    import urllib.error
+
+    plural = definition["spec"]["application"]["plural"]
+    version = ""
+    while True:
+        try:
+            path = f"/apis/{GROUP}/{VERSION}/{plural}?watch=1&allowWatchBookmarks=true"
+            if version:
+                path += "&resourceVersion=" + version
+            with api("GET", path) as stream:
+                for line in stream:
+                    event = json.loads(line)
+                    obj = event.get("object", {})
+                    version = obj.get("metadata", {}).get("resourceVersion", version)
+                    if event.get("type") not in ("ADDED", "MODIFIED"):
+                        continue
+                    docs = [release(definition, obj)]
+                    if obj.get("kind") == "Tenant":
+                        docs = [*tenant_tree(obj), *docs]
+                    for doc in docs:
+                        try:
+                            apply_doc(doc)
+                        except urllib.error.HTTPError as e:
+                            print(f"stand-in: {doc['kind']} {doc['metadata']['name']}: {e.read()[:300]}", file=sys.stderr)
+        except Exception as e:  # a closed watch or an expired version: start again
+            print(f"stand-in: watch {plural}: {e}", file=sys.stderr)
+            version = ""
+
+
 def main():
     cmd, defs_dir = sys.argv[1], sys.argv[2]
     defs = definitions(defs_dir)
@@ -182,8 +247,15 @@ def main():
             if obj["kind"] == "Tenant":
                 for doc in tenant_tree(obj):
                     print(json.dumps(doc))
+    elif cmd == "watch":
+        import threading
+
+        for d in defs.values():
+            threading.Thread(target=watch_kind, args=(d,), daemon=True).start()
+        print("stand-in: watching", len(defs), "kinds", file=sys.stderr, flush=True)
+        threading.Event().wait()
     else:
-        sys.exit(f"usage: {sys.argv[0]} crds|store DEFS_DIR")
+        sys.exit(f"usage: {sys.argv[0]} crds|store|watch DEFS_DIR")
 
 
 if __name__ == "__main__":
