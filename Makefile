@@ -188,3 +188,10 @@ clean:
 	cargo clean
 	cargo clean --manifest-path $(TOOLS_MANIFEST)
 	rm -f policy.wasm annotated-policy.wasm
+
+# cluster.bats: the policy in the real engine (kube-apiserver, the real CRDs, the real
+# policy-server configured from deploy/, writes through kubectl); needs the binaries that
+# scripts/cluster/control-plane.sh check and scripts/cluster/find-tool.sh policy-server find.
+.PHONY: cluster-test
+cluster-test: annotated-policy.wasm
+	bats=$$(bash scripts/ensure-bats.sh); "$$bats" cluster.bats
