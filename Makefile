@@ -195,3 +195,8 @@ clean:
 .PHONY: cluster-test
 cluster-test: annotated-policy.wasm
 	bats=$$(bash scripts/ensure-bats.sh); "$$bats" cluster.bats
+
+# scripts/cluster/concurrency.sh: concurrent writes into one pool on the real engine (docs/real-engine.md).
+.PHONY: cluster-concurrency
+cluster-concurrency: annotated-policy.wasm
+	bash scripts/cluster/concurrency.sh
