@@ -13,9 +13,15 @@
 setup_file() {
     cd "$BATS_TEST_DIRNAME"
     export CLUSTER_DIR="$BATS_FILE_TMPDIR/cluster"
-    bash scripts/cluster/control-plane.sh up "$CLUSTER_DIR" >&3 2>&1
-    bash scripts/cluster/cozystack-apps.sh install "$CLUSTER_DIR"
-    bash scripts/cluster/policy-server.sh up "$CLUSTER_DIR" --mode protect >/dev/null
+    # Whatever fails here, nothing is left running.
+    if ! {
+        bash scripts/cluster/control-plane.sh up "$CLUSTER_DIR" >&3 2>&1 &&
+            bash scripts/cluster/cozystack-apps.sh install "$CLUSTER_DIR" &&
+            bash scripts/cluster/policy-server.sh up "$CLUSTER_DIR" --mode protect >/dev/null
+    }; then
+        teardown_file
+        return 1
+    fi
 }
 
 teardown_file() {

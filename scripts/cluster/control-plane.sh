@@ -152,6 +152,9 @@ check() {
     [ -n "$(find_tool kube-apiserver 2>/dev/null)" ] || missing+=(kube-apiserver)
     command -v kubectl >/dev/null || missing+=(kubectl)
     command -v openssl >/dev/null || missing+=(openssl)
+    command -v curl >/dev/null || missing+=(curl)
+    command -v jq >/dev/null || missing+=(jq)
+    python3 -c 'import yaml' 2>/dev/null || missing+=("python3 with PyYAML")
     crds_dir >/dev/null 2>&1 || missing+=("the CRDs of ../shared/reference/crds")
     if [ ${#missing[@]} -gt 0 ]; then
         echo "no ${missing[*]} (environment, PATH or ../shared/tools)"
