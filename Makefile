@@ -162,6 +162,12 @@ test-all: test e2e-tests e2e-kwctl
 check-versions:
 	bash scripts/check-versions.sh
 
+# Every variant of the kustomize install renders and a real kube-apiserver with the real
+# Kubewarden CRDs accepts it (server-side part skipped when no etcd/kube-apiserver is found).
+.PHONY: check-install
+check-install:
+	bash scripts/check-install.sh
+
 .PHONY: reproducible
 reproducible:
 	bash scripts/check-reproducible.sh

@@ -838,19 +838,19 @@ fn scenarios() -> Vec<Scenario> {
             .stored(foo_pool(vec![])).types(&foo_types),
         // -- kinds without a reservation block --
         Scenario::new("22-stock-kind-without-block-refused", Rejected,
-            "On a stock installation without the shipped settings, Bucket's definition has no block and no setting gives one: refused.",
+            "On a stock installation whose settings remove Bucket's built-in block (reservations: {Bucket: null}), Bucket's definition has no block either: refused.",
             create("Bucket", "tenant-foo", "assets", json!({"locking": false, "storagePool": "", "users": {"app": {}}})))
-            .stored(empty_foo_pool()).stock().settings(json!({})),
+            .stored(empty_foo_pool()).stock().settings(json!({"reservations": {"Bucket": null}})),
         Scenario::new("23-stock-kind-exempt", Accepted,
-            "With exemptKinds: [Bucket] the same Bucket reserves nothing and passes.",
+            "With exemptKinds: [Bucket] the same Bucket, its built-in block removed, reserves nothing and passes.",
             create("Bucket", "tenant-foo", "assets", json!({"locking": false, "storagePool": "", "users": {"app": {}}})))
             .stored(empty_foo_pool()).stock()
-            .settings(json!({"exemptKinds": ["Bucket"]})),
+            .settings(json!({"reservations": {"Bucket": null}, "exemptKinds": ["Bucket"]})),
         Scenario::new("24-stock-reservation-not-required", Accepted,
-            "With requireReservation: false a kind without a block reserves nothing and passes.",
+            "With requireReservation: false a kind without a block (its built-in one removed) reserves nothing and passes.",
             create("Bucket", "tenant-foo", "assets", json!({"locking": false, "storagePool": "", "users": {"app": {}}})))
             .stored(empty_foo_pool()).stock()
-            .settings(json!({"requireReservation": false})),
+            .settings(json!({"reservations": {"Bucket": null}, "requireReservation": false})),
         // -- siblings that cannot be evaluated --
         Scenario::new("25-sibling-failure-deny", Rejected,
             "A VM in tenant-foo names an instance type since deleted: with siblingFailure: deny the pool cannot be checked.",

@@ -20,6 +20,7 @@ use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::{SettingsValidationResponse, Validatable};
 use kubewarden_policy_sdk::wapc_guest::prelude::*;
 
+pub mod builtin;
 mod charge;
 pub mod cluster;
 mod context;
