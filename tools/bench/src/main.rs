@@ -817,7 +817,7 @@ fn run() -> Result<bool> {
 fn print_table(rows: &[Row]) {
     println!("\n## Admission cost by cluster and pool\n");
     println!(
-        "| cluster | pool | values | op | host calls | answer bytes | reflectors opened (cold): initial LISTs | guest median | guest p99 | host median | guest + host median | cold first request (host part) | native policy | floor | policy / floor |"
+        "| cluster | pool | values | op | host calls | answer bytes | reflectors opened (cold): initial LISTs | guest median | guest p99 | host median | guest + host median | cold first request, modelled (host part; no API server, no watch sync: see `make bench-cluster`) | native policy | floor | policy / floor |"
     );
     println!("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows {
