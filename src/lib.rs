@@ -35,7 +35,7 @@ pub mod settings;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod testing;
 
-pub use context::Context;
+pub use context::{Context, NAMESPACE_LISTS};
 pub use resources::Resources;
 pub use review::Verdict;
 use settings::Settings;
