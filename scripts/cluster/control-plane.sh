@@ -28,8 +28,12 @@ crds_dir() {
     return 1
 }
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+# free_ports N: N distinct ports free on 127.0.0.1 now (all held open until each is chosen).
+free_ports() {
+    python3 -c 'import socket, sys
+socks = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in socks: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1"
 }
 
 wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
@@ -92,7 +96,7 @@ up() {
     make_pki "$dir"
 
     local client peer metrics port token
-    client=$(free_port) peer=$(free_port) metrics=$(free_port) port=$(free_port)
+    read -r client peer metrics port < <(free_ports 4)
     start_etcd "$dir" "$etcd" "$client" "$peer" "$metrics"
     wait_for 30 etcd curl -sf "http://127.0.0.1:$client/health" || fail_with_log "$dir/etcd.log"
 

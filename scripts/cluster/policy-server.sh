@@ -62,8 +62,12 @@ for d in yaml.safe_load_all(sys.stdin):
     if d is not None: print(json.dumps(d, separators=(",", ":")))'
 }
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+# free_ports N: N distinct ports free on 127.0.0.1 now (all held open until each is chosen).
+free_ports() {
+    python3 -c 'import socket, sys
+socks = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in socks: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1"
 }
 
 mode=${PS_MODE:-}
@@ -166,6 +170,40 @@ webhook_config() { # webhook_config URL CA_FILE
         }]}' <<<"$cap"
 }
 
+# Starts policy-server on $port/$ready_port and waits for its readiness probe; returns 1 when it
+# exits first (the caller reads the log), dies when it is not ready in time.
+start_policy_server() {
+    (
+        cd "$ps_dir"
+        KUBECONFIG=$ps_dir/kubeconfig exec "$bin" \
+            --addr 127.0.0.1 --port "$port" --readiness-probe-port "$ready_port" \
+            --cert-file "$dir/pki/policy-server.crt" --key-file "$dir/pki/policy-server.key" \
+            --policies "$ps_dir/policies.yml" --policies-download-dir "$ps_dir/downloads" \
+            --sigstore-cache-dir "$ps_dir/sigstore" "${trust[@]}" \
+            --policy-timeout "$policy_timeout" --log-level "$log_level" --log-no-color \
+            >"$ps_dir/policy-server.log" 2>&1
+    ) &
+    pid=$!
+    echo "$pid" >"$ps_dir/pid"
+    url=https://127.0.0.1:$port
+    echo "$url" >"$ps_dir/url"
+    echo "$port" >"$ps_dir/port"
+
+    local deadline=$((SECONDS + ${PS_READY_TIMEOUT:-120}))
+    until curl -sf "http://127.0.0.1:$ready_port/readiness" >/dev/null 2>&1; do
+        if ! kill -0 "$pid" 2>/dev/null; then
+            rm -f "$ps_dir/pid"
+            return 1
+        fi
+        if [ $SECONDS -ge $deadline ]; then
+            tail -20 "$ps_dir/policy-server.log" >&2
+            down "$dir"
+            die "policy-server not ready after ${PS_READY_TIMEOUT:-120}s (log: $ps_dir/policy-server.log)"
+        fi
+        sleep 0.2
+    done
+}
+
 up() {
     local dir=$1 ps_dir bin port ready_port token pid deadline url
     shift
@@ -208,40 +246,21 @@ current-context: test
 EOF
 
     [ -f "$dir/pki/policy-server.crt" ] || bash "$here/serving-cert.sh" "$dir/pki" policy-server 127.0.0.1 localhost
-    port=$(free_port)
-    ready_port=$(free_port)
     local trust=()
-    local tc
+    local tc attempt
     tc="$(dirname "$bin")/offline-trust-config.json"
     [ -f "$tc" ] && trust=(--sigstore-trust-config "$tc")
-    (
-        cd "$ps_dir"
-        KUBECONFIG=$ps_dir/kubeconfig exec "$bin" \
-            --addr 127.0.0.1 --port "$port" --readiness-probe-port "$ready_port" \
-            --cert-file "$dir/pki/policy-server.crt" --key-file "$dir/pki/policy-server.key" \
-            --policies "$ps_dir/policies.yml" --policies-download-dir "$ps_dir/downloads" \
-            --sigstore-cache-dir "$ps_dir/sigstore" "${trust[@]}" \
-            --policy-timeout "$policy_timeout" --log-level "$log_level" --log-no-color \
-            >"$ps_dir/policy-server.log" 2>&1
-    ) &
-    pid=$!
-    echo "$pid" >"$ps_dir/pid"
-    url=https://127.0.0.1:$port
-    echo "$url" >"$ps_dir/url"
-    echo "$port" >"$ps_dir/port"
-
-    deadline=$((SECONDS + ${PS_READY_TIMEOUT:-120}))
-    until curl -sf "http://127.0.0.1:$ready_port/readiness" >/dev/null 2>&1; do
-        if ! kill -0 "$pid" 2>/dev/null; then
+    # A port found free can be taken before policy-server binds it (the API server's
+    # connections to etcd draw local ports from the same range): on "Address already in
+    # use" start again on new ports, up to three times.
+    for attempt in 1 2 3; do
+        read -r port ready_port < <(free_ports 2)
+        start_policy_server && break
+        grep -q "Address already in use" "$ps_dir/policy-server.log" && [ "$attempt" -lt 3 ] || {
             tail -20 "$ps_dir/policy-server.log" >&2
             die "policy-server exited before it was ready (log: $ps_dir/policy-server.log)"
-        fi
-        if [ $SECONDS -ge $deadline ]; then
-            tail -20 "$ps_dir/policy-server.log" >&2
-            down "$dir"
-            die "policy-server not ready after ${PS_READY_TIMEOUT:-120}s (log: $ps_dir/policy-server.log)"
-        fi
-        sleep 0.2
+        }
+        echo "policy-server.sh: port $port or $ready_port was taken; starting again on new ports" >&2
     done
 
     if [ "$webhook" = 1 ]; then
