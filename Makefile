@@ -168,6 +168,12 @@ test-all: test e2e-tests e2e-kwctl
 check-versions:
 	bash scripts/check-versions.sh
 
+# Every variant of the kustomize install renders and a real kube-apiserver with the real
+# Kubewarden CRDs accepts it (server-side part skipped when no etcd/kube-apiserver is found).
+.PHONY: check-install
+check-install:
+	bash scripts/check-install.sh
+
 .PHONY: reproducible
 reproducible:
 	bash scripts/check-reproducible.sh
@@ -175,6 +181,25 @@ reproducible:
 .PHONY: sessions
 sessions:
 	bash scripts/record-sessions.sh
+
+# The policy in the real engine: kwctl (live) and policy-server 1.36 against a real control
+# plane (scripts/cluster/control-plane.sh) holding generated clusters (`bench --dump`): pools of
+# 20 and 1,000 applications in a 1,000-application cluster, 10,000 in a 10,000 one. Prints cold
+# (kwctl, fresh policy-server) and warm p50/p99, writes/s (pool of 20), HelmRelease watches
+# (reflectors) and API requests of the cold request, policy-server's RSS; asserts no time.
+# BENCH_CLUSTER_MODULES adds modules to compare (`name=annotated.wasm ...`). Needs python3
+# with requests; about 12 minutes.
+BENCH_CLUSTER_DIR ?= $(or $(TMPDIR),/tmp)/bench-cluster
+BENCH_CLUSTER_MODULES ?=
+.PHONY: bench-cluster
+bench-cluster: annotated-policy.wasm
+	cargo build --release --locked --manifest-path $(TOOLS_MANIFEST) -p bench
+	rm -rf "$(BENCH_CLUSTER_DIR)/dump"
+	$(TOOLS_BIN)/bench --dump "$(BENCH_CLUSTER_DIR)/dump" --clusters 1000 --pools 20,1000 --variants same
+	$(TOOLS_BIN)/bench --dump "$(BENCH_CLUSTER_DIR)/dump" --clusters 10000 --pools 10000 --variants same
+	python3 scripts/cluster/bench_cluster.py --dump "$(BENCH_CLUSTER_DIR)/dump" --work "$(BENCH_CLUSTER_DIR)" \
+		$(foreach m,$(BENCH_CLUSTER_MODULES),--module $(m)) --module current=$(CURDIR)/annotated-policy.wasm \
+		--json "$(BENCH_CLUSTER_DIR)/figures.json"
 
 .PHONY: bench
 bench: policy.wasm
@@ -194,3 +219,15 @@ clean:
 	cargo clean
 	cargo clean --manifest-path $(TOOLS_MANIFEST)
 	rm -f policy.wasm annotated-policy.wasm
+
+# cluster.bats: the policy in the real engine (kube-apiserver, the real CRDs, the real
+# policy-server configured from deploy/, writes through kubectl); needs the binaries that
+# scripts/cluster/control-plane.sh check and scripts/cluster/find-tool.sh policy-server find.
+.PHONY: cluster-test
+cluster-test: annotated-policy.wasm
+	bats=$$(bash scripts/ensure-bats.sh); "$$bats" cluster.bats
+
+# scripts/cluster/concurrency.sh: concurrent writes into one pool on the real engine (docs/real-engine.md).
+.PHONY: cluster-concurrency
+cluster-concurrency: annotated-policy.wasm
+	bash scripts/cluster/concurrency.sh

@@ -293,7 +293,7 @@ settings_refused() {
 
 # ---- kinds without a reservation block -----------------------------------------------------
 
-@test "22-stock-kind-without-block-refused: on a stock installation a kind needs a block from the settings" {
+@test "22-stock-kind-without-block-refused: on a stock installation a kind whose built-in block the settings remove is refused" {
     scenario 22-stock-kind-without-block-refused
     rejected
     message_is "Bucket tenant-foo/assets cannot be evaluated: ApplicationDefinition bucket declares no spec.reservation, the reservations setting has no block for Bucket, and Bucket is not in the exemptKinds setting"

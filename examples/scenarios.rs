@@ -150,7 +150,8 @@ struct Scenario {
     stored: Vec<Value>,
     /// The instance types the scenario's values name (defaults included) that exist.
     instance_types: Vec<&'static str>,
-    /// A stock installation: the definitions carry no block, the settings carry them.
+    /// A stock installation: the definitions carry no block; the built-in blocks (and any the
+    /// settings add) apply.
     stock: bool,
 }
 
@@ -168,7 +169,8 @@ impl Scenario {
         }
     }
 
-    /// On a stock installation, with the settings `deploy/` ships: the default.
+    /// On a stock installation, with the settings `deploy/` ships and the built-in blocks: the
+    /// default.
     fn stock(mut self) -> Self {
         self.stock = true;
         self.settings = testing::deploy_settings();
@@ -180,12 +182,6 @@ impl Scenario {
     fn proposed(mut self) -> Self {
         self.stock = false;
         self.settings = json!({});
-        self
-    }
-
-    /// Exactly these settings, without the shipped ones.
-    fn only_settings(mut self, settings: Value) -> Self {
-        self.settings = settings;
         self
     }
 
@@ -860,19 +856,19 @@ fn scenarios() -> Vec<Scenario> {
             .stored(foo_pool(vec![])).types(&foo_types),
         // -- kinds without a reservation block --
         Scenario::new("22-stock-kind-without-block-refused", Rejected,
-            "On a stock installation without the shipped settings, Bucket's definition has no block and no setting gives one: refused.",
+            "On a stock installation whose settings remove Bucket's built-in block (reservations: {Bucket: null}), Bucket's definition has no block either: refused.",
             create("Bucket", "tenant-foo", "assets", json!({"locking": false, "storagePool": "", "users": {"app": {}}})))
-            .stored(empty_foo_pool()).only_settings(json!({})),
+            .stored(empty_foo_pool()).settings(json!({"reservations": {"Bucket": null}})),
         Scenario::new("23-stock-kind-exempt", Accepted,
-            "With exemptKinds: [Bucket] the same Bucket reserves nothing and passes.",
+            "With exemptKinds: [Bucket] the same Bucket, its built-in block removed, reserves nothing and passes.",
             create("Bucket", "tenant-foo", "assets", json!({"locking": false, "storagePool": "", "users": {"app": {}}})))
             .stored(empty_foo_pool()).stock()
-            .settings(json!({"exemptKinds": ["Bucket"]})),
+            .settings(json!({"reservations": {"Bucket": null}, "exemptKinds": ["Bucket"]})),
         Scenario::new("24-stock-reservation-not-required", Accepted,
-            "With requireReservation: false a kind without a block reserves nothing and passes.",
+            "With requireReservation: false a kind without a block (its built-in one removed) reserves nothing and passes.",
             create("Bucket", "tenant-foo", "assets", json!({"locking": false, "storagePool": "", "users": {"app": {}}})))
             .stored(empty_foo_pool()).stock()
-            .settings(json!({"requireReservation": false})),
+            .settings(json!({"reservations": {"Bucket": null}, "requireReservation": false})),
         // -- siblings that cannot be evaluated --
         Scenario::new("25-sibling-failure-deny", Rejected,
             "A VM in tenant-foo names an instance type since deleted: with siblingFailure: deny the pool cannot be checked.",

@@ -20,6 +20,7 @@ use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::{SettingsValidationResponse, Validatable};
 use kubewarden_policy_sdk::wapc_guest::prelude::*;
 
+pub mod builtin;
 mod charge;
 pub mod cluster;
 mod context;
@@ -34,7 +35,7 @@ pub mod settings;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod testing;
 
-pub use context::Context;
+pub use context::{Context, NAMESPACE_LISTS};
 pub use resources::Resources;
 pub use review::Verdict;
 use settings::Settings;

@@ -2,10 +2,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 
 use serde_json::Value;
 
+use crate::builtin;
 use crate::charge::definition::Reservation;
 use crate::charge::presets::Presets;
 use crate::keys::{ALIAS_TARGETS, CPU, KeyAliases, MEMORY, is_dns_label};
@@ -29,7 +30,8 @@ pub struct Settings {
     pub sibling_failure: SiblingFailure,
     /// Reject writes of kinds whose definition has no reservation block, unless exempt.
     pub require_reservation: bool,
-    /// Kinds that reserve nothing, by design.
+    /// Kinds that reserve nothing, by design: these and the built-in ones (Gateway).
+    #[serde(deserialize_with = "with_builtin_exemptions")]
     pub exempt_kinds: BTreeSet<String>,
     /// Declared quota key -> the reservation key it bounds.
     pub quota_key_aliases: KeyAliases,
@@ -42,6 +44,9 @@ pub struct Settings {
     pub gpu_device_classes: BTreeMap<String, String>,
     /// Kind -> the reservation block of a kind whose ApplicationDefinition carries none (on a
     /// stock installation the CRD prunes `spec.reservation`); a definition's own block wins.
+    /// The built-in blocks (src/reservations.yaml) with the setting's entries over them: a
+    /// block adds or replaces a kind's, `null` removes the built-in one.
+    #[serde(deserialize_with = "over_builtin_reservations")]
     pub reservations: BTreeMap<String, Value>,
 }
 
@@ -89,12 +94,15 @@ impl Default for Settings {
         Settings {
             sibling_failure: SiblingFailure::Deny,
             require_reservation: true,
-            exempt_kinds: BTreeSet::new(),
+            exempt_kinds: builtin::EXEMPT_KINDS
+                .iter()
+                .map(|k| k.to_string())
+                .collect(),
             quota_key_aliases: KeyAliases::default(),
             presets: BTreeMap::new(),
             replace_builtin_presets: false,
             gpu_device_classes: BTreeMap::new(),
-            reservations: BTreeMap::new(),
+            reservations: builtin::reservations().clone(),
         }
     }
 }
@@ -116,6 +124,36 @@ impl Settings {
         }
         Ok(table)
     }
+}
+
+/// `exemptKinds` as given, plus the built-in exemptions (a list never un-exempts Gateway).
+fn with_builtin_exemptions<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeSet<String>, D::Error> {
+    let mut kinds = BTreeSet::<String>::deserialize(d)?;
+    kinds.extend(builtin::EXEMPT_KINDS.iter().map(|k| k.to_string()));
+    Ok(kinds)
+}
+
+/// The built-in blocks with the `reservations` setting over them: an entry's block adds or
+/// replaces the kind's, `null` removes the built-in block (an explicit opt-out, refused for a
+/// kind that has none: a misspelt kind must not pass silently).
+fn over_builtin_reservations<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, Value>, D::Error> {
+    use serde::de::Error;
+    let given = BTreeMap::<String, Value>::deserialize(d)?;
+    let mut blocks = builtin::reservations().clone();
+    for (kind, block) in given {
+        if block.is_null() {
+            if blocks.remove(&kind).is_none() {
+                return Err(D::Error::custom(format!(
+                    "reservations.{kind}: null removes a built-in block, and {kind:?} has none"
+                )));
+            }
+        } else {
+            blocks.insert(kind, block);
+        }
+    }
+    Ok(blocks)
 }
 
 fn is_kind(kind: &str) -> bool {
@@ -265,10 +303,54 @@ mod tests {
                 json!({"gpuDeviceClasses": {"nvidia.com/A10": "A10!"}}),
                 "\"A10!\" is not a valid GPU class",
             ),
+            (
+                json!({"reservations": {"Postgress": null}}),
+                "reservations.Postgress: null removes a built-in block, and \"Postgress\" has none",
+            ),
+            (
+                json!({"reservations": {"Postgres": {"replicas": "replicas", "bogus": 1}}}),
+                "reservations.Postgres: ",
+            ),
         ];
         for (input, want) in cases {
             let err = settings(input.clone()).unwrap_err();
             assert!(err.contains(want), "{input}: {err:?} lacks {want:?}");
         }
+    }
+
+    #[test]
+    fn built_in_defaults_complete_empty_settings() {
+        let s = settings(json!({})).unwrap();
+        assert_eq!(&s.reservations, builtin::reservations());
+        assert!(s.reservations.contains_key("Postgres") && s.reservations.contains_key("Tenant"));
+        assert!(s.exempt_kinds.contains("Gateway"));
+        let listed = settings(json!({"exemptKinds": ["Info"]})).unwrap();
+        assert_eq!(
+            listed.exempt_kinds,
+            BTreeSet::from(["Gateway".to_string(), "Info".to_string()])
+        );
+    }
+
+    #[test]
+    fn the_reservations_setting_adds_replaces_and_removes_built_in_blocks() {
+        let mine = json!({"replicas": "replicas", "fixed": {"cpu": "1", "memory": "1Gi"}});
+        let s = settings(json!({"reservations": {
+            "Postgres": mine, "MyApp": mine, "Redis": null
+        }}))
+        .unwrap();
+        assert_eq!(
+            s.reservations["Postgres"], mine,
+            "a block replaces the built-in one"
+        );
+        assert_eq!(s.reservations["MyApp"], mine, "a block adds a kind");
+        assert!(
+            !s.reservations.contains_key("Redis"),
+            "null removes the built-in block"
+        );
+        assert_eq!(
+            s.reservations["MariaDB"],
+            builtin::reservations()["MariaDB"],
+            "the other built-in blocks stay"
+        );
     }
 }

@@ -216,19 +216,30 @@ fn the_object_under_admission_fails_closed() {
 
 #[test]
 fn kinds_without_a_reservation_need_an_exemption() {
-    // A stock installation without the shipped settings: no kind has a block.
+    // A stock installation: no definition has a block; `settings: {}` charges by the built-in
+    // ones, and a kind whose built-in block the settings remove is refused unless exempt.
     let k8s = stock_cluster(vec![
         tenant("tenant-root", "root", json!({})),
         tenant("tenant-root", "foo", json!({"cpu": "16"})),
     ]);
     let v = create(&k8s, "Bucket", "tenant-foo", "b", json!({}));
+    assert!(v.allowed, "the built-in block charges Bucket: {v:?}");
+    let opted_out = json!({"reservations": {"Bucket": null}});
+    let v = with_settings(
+        &k8s,
+        opted_out.clone(),
+        "Bucket",
+        "tenant-foo",
+        "b",
+        json!({}),
+    );
     assert_eq!(
         message(&v),
         "Bucket tenant-foo/b cannot be evaluated: ApplicationDefinition bucket declares no spec.reservation, the reservations setting has no block for Bucket, and Bucket is not in the exemptKinds setting"
     );
     let v = with_settings(
         &k8s,
-        json!({"exemptKinds": ["Bucket"]}),
+        json!({"reservations": {"Bucket": null}, "exemptKinds": ["Bucket"]}),
         "Bucket",
         "tenant-foo",
         "b",
@@ -237,13 +248,65 @@ fn kinds_without_a_reservation_need_an_exemption() {
     assert!(v.allowed, "{v:?}");
     let v = with_settings(
         &k8s,
-        json!({"requireReservation": false}),
+        json!({"reservations": {"Bucket": null}, "requireReservation": false}),
         "Bucket",
         "tenant-foo",
         "b",
         json!({}),
     );
     assert!(v.allowed, "{v:?}");
+}
+
+#[test]
+fn a_definitions_block_wins_over_the_setting_which_wins_over_the_built_in_one() {
+    let objects = || {
+        vec![
+            tenant("tenant-root", "root", json!({})),
+            tenant(
+                "tenant-root",
+                "foo",
+                json!({"cpu": "4", "memory": "64Gi", "storage": "1Ti"}),
+            ),
+        ]
+    };
+    // 8 cpu: more than the pool's 4, whatever the built-in block says of Postgres.
+    let huge = json!({"reservations": {"Postgres": {"fixed": {"cpu": "8"}}}});
+    let default_postgres = json!({});
+    // Stock definitions: the setting's block replaces the built-in one.
+    let stock = stock_cluster(objects());
+    assert!(
+        create(
+            &stock,
+            "Postgres",
+            "tenant-foo",
+            "db",
+            default_postgres.clone()
+        )
+        .allowed
+    );
+    let v = with_settings(
+        &stock,
+        huge.clone(),
+        "Postgres",
+        "tenant-foo",
+        "db",
+        default_postgres.clone(),
+    );
+    assert!(
+        message(&v).starts_with("Postgres tenant-foo/db: cpu 8 exceeds pool tenant-foo"),
+        "{v:?}"
+    );
+    // Definitions that declare their block: it wins over the setting.
+    let declared = cluster(objects());
+    let v = with_settings(
+        &declared,
+        huge,
+        "Postgres",
+        "tenant-foo",
+        "db",
+        default_postgres,
+    );
+    assert!(v.allowed, "the definition's own block charges 1 cpu: {v:?}");
 }
 
 #[test]

@@ -359,3 +359,73 @@ fn an_instance_type_is_read_by_name_once_and_a_name_no_object_can_have_never() {
         }]
     );
 }
+
+/// tenant-root -> foo (bounds storage at `budget`) holding one 1Gi disk, with 11 unbounded
+/// sub-tenants of one 1Gi disk each and a carve-out bounded at 1Gi holding 1Gi: foo's pool
+/// spans 12 namespaces, reserves 12Gi and has 1Gi carved out.
+fn foo_of_twelve_namespaces(budget: &str) -> Fixture {
+    let disk = |ns: &str, name: &str, size: &str| {
+        application("VMDisk", ns, name, json!({"storage": size}))
+    };
+    let mut objects = vec![
+        tenant("tenant-root", "root", json!({})),
+        tenant("tenant-root", "foo", json!({"storage": budget})),
+        disk("tenant-foo", "d", "1Gi"),
+        tenant("tenant-foo", "carve", json!({"storage": "1Gi"})),
+        disk("tenant-foo-carve", "d", "1Gi"),
+    ];
+    for i in 0..11 {
+        objects.push(tenant("tenant-foo", &format!("s{i}"), json!({})));
+        objects.push(disk(&format!("tenant-foo-s{i}"), "d", "1Gi"));
+    }
+    objects.extend(the_rest_of_a_cluster());
+    cluster(objects)
+}
+
+#[test]
+fn a_pool_of_many_namespaces_is_read_in_one_broad_list_after_the_first_ones() {
+    let full = foo_of_twelve_namespaces("13Gi");
+    let refused = create(
+        &full,
+        "VMDisk",
+        "tenant-foo-s3",
+        "new",
+        json!({"storage": "1Gi"}),
+    );
+    assert!(
+        !refused.allowed,
+        "12Gi reserved, 1Gi carved of 13Gi: {refused:?}"
+    );
+    assert!(
+        message(&refused).contains("reserved 12Gi by 12 applications"),
+        "{refused:?}"
+    );
+    let room = foo_of_twelve_namespaces("14Gi");
+    let allowed = create(
+        &room,
+        "VMDisk",
+        "tenant-foo-s3",
+        "new",
+        json!({"storage": "1Gi"}),
+    );
+    assert!(allowed.allowed, "{allowed:?}");
+    assert_eq!(full.calls(), room.calls());
+    let listed: Vec<Lookup> = room
+        .calls()
+        .into_iter()
+        .filter(|l| matches!(l, Lookup::Applications { .. } | Lookup::AllApplications))
+        .collect();
+    // The first NAMESPACE_LISTS namespaces of the walk one by one, then one list of every
+    // application: one reflector in the engine instead of one per further namespace.
+    let one_by_one: Vec<&Lookup> = listed
+        .iter()
+        .filter(|l| matches!(l, Lookup::Applications { .. }))
+        .collect();
+    assert_eq!(one_by_one.len(), tenant_reservation_policy::NAMESPACE_LISTS);
+    assert_eq!(listed.last(), Some(&Lookup::AllApplications));
+    assert_eq!(listed.len(), tenant_reservation_policy::NAMESPACE_LISTS + 1);
+    // The carve-out's disk is not the pool's, though the broad list holds it.
+    assert!(!listed.contains(&Lookup::Applications {
+        namespace: "tenant-foo-carve".into()
+    }));
+}

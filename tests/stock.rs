@@ -1,8 +1,11 @@
-//! A stock Cozystack installation with the settings `deploy/` ships: the definitions carry no
+//! A stock Cozystack installation, with `settings: {}` and with the settings `deploy/` ships
+//! (both charge through the built-in blocks of src/reservations.yaml): the definitions carry no
 //! reservation block, a tenant runs what the tenant chart renders with its modules on and one
 //! application of every other kind at its chart's defaults. Every one of them is charged (no
 //! sibling fails), writes that fit pass and writes that do not are refused with the figures.
 
+use kubewarden_policy_sdk::settings::Validatable;
+use rstest::rstest;
 use serde_json::{Value, json};
 
 mod common;
@@ -72,14 +75,16 @@ fn objects(quota: Value) -> Vec<Value> {
     objects
 }
 
-fn settings() -> Settings {
-    serde_json::from_value(testing::deploy_settings()).expect("the shipped settings are valid")
+fn settings(given: &Value) -> Settings {
+    let s: Settings = serde_json::from_value(given.clone()).expect("the settings parse");
+    s.validate().expect("the settings are valid");
+    s
 }
 
 /// What tenant-acme holds, kind by kind, by the shipped blocks on the stock definitions.
-fn held() -> Resources {
+fn held(given: &Value) -> Resources {
     let k8s = stock_cluster(Vec::new());
-    let settings = settings();
+    let settings = settings(given);
     let context = Context::new(&settings, &k8s).unwrap();
     let mut total = Resources::new();
     let modules = MODULES
@@ -100,7 +105,7 @@ fn held() -> Resources {
     total
 }
 
-fn write(k8s: &Fixture, kind: &str, name: &str, spec: Value) -> Verdict {
+fn write(k8s: &Fixture, given: &Value, kind: &str, name: &str, spec: Value) -> Verdict {
     validate_payload(
         &payload(
             "CREATE",
@@ -109,15 +114,17 @@ fn write(k8s: &Fixture, kind: &str, name: &str, spec: Value) -> Verdict {
             name,
             spec,
             None,
-            testing::deploy_settings(),
+            given.clone(),
         ),
         k8s,
     )
 }
 
-#[test]
-fn the_shipped_settings_charge_a_realistic_tenant() {
-    let held = held();
+#[rstest]
+#[case::no_settings(json!({}))]
+#[case::shipped_settings(testing::deploy_settings())]
+fn the_shipped_settings_charge_a_realistic_tenant(#[case] given: Value) {
+    let held = held(&given);
     // The tenant's quota leaves 2 cpu, 4Gi and 50Gi free.
     let plus = |key: &str, extra: &str| {
         let total = held.get(key).checked_add(q(extra)).unwrap();
@@ -131,12 +138,13 @@ fn the_shipped_settings_charge_a_realistic_tenant() {
     let k8s = stock_cluster(objects(quota));
 
     // A default Postgres (1 cpu, 512Mi, 2 x 10Gi) fits.
-    let fits = write(&k8s, "Postgres", "orders", json!({}));
+    let fits = write(&k8s, &given, "Postgres", "orders", json!({}));
     assert!(fits.allowed && fits.warnings.is_empty(), "{fits:?}");
 
     // Three u1.large replicas (12 cpu, 48Gi) do not; the figures are the pool's.
     let over = write(
         &k8s,
+        &given,
         "Postgres",
         "big",
         json!({"replicas": 3, "resourcesPreset": "u1.large"}),
@@ -172,7 +180,7 @@ fn the_shipped_settings_charge_a_realistic_tenant() {
                 on
             },
             Some(acme_spec(json!({"cpu": "1000"}))),
-            testing::deploy_settings(),
+            given.clone(),
         ),
         &k8s,
     );
@@ -192,7 +200,7 @@ fn the_shipped_settings_charge_a_realistic_tenant() {
                 on
             },
             Some(acme_spec(json!({"cpu": plus("cpu", "2")}))),
-            testing::deploy_settings(),
+            given.clone(),
         ),
         &k8s,
     );

@@ -44,6 +44,12 @@ wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
     done
 }
 
+fail_with_log() { # fail_with_log LOG: its last lines on stderr (CI shows nothing else), then exit 1
+    echo "control-plane: last lines of $1:" >&2
+    tail -n 20 "$1" | sed 's/^/  | /' >&2
+    exit 1
+}
+
 make_pki() { # make_pki DIR
     local pki=$1/pki
     mkdir -p "$pki"
@@ -55,8 +61,11 @@ make_pki() { # make_pki DIR
 }
 
 start_etcd() { # start_etcd DIR BIN CLIENT PEER METRICS
-    local dir=$1 bin=$2
-    if "$bin" --help 2>&1 | grep -q -- '-client-url'; then
+    local dir=$1 bin=$2 help
+    # Read the whole help before matching: `--help | grep -q` under pipefail fails when grep
+    # exits first and etcd dies of SIGPIPE on its next line (it did, once, in CI).
+    help=$("$bin" --help 2>&1 || true)
+    if grep -q -- '-client-url' <<<"$help"; then
         # ../shared/tools/etcd: a minimal command line.
         "$bin" --data-dir "$dir/etcd" --client-url "http://127.0.0.1:$3" \
             --peer-url "http://127.0.0.1:$4" --metrics-url "http://127.0.0.1:$5" \
@@ -85,7 +94,7 @@ up() {
     local client peer metrics port token
     client=$(free_port) peer=$(free_port) metrics=$(free_port) port=$(free_port)
     start_etcd "$dir" "$etcd" "$client" "$peer" "$metrics"
-    wait_for 30 etcd curl -sf "http://127.0.0.1:$client/health"
+    wait_for 30 etcd curl -sf "http://127.0.0.1:$client/health" || fail_with_log "$dir/etcd.log"
 
     token=$(openssl rand -hex 16)
     echo "$token,admin,admin,system:masters" >"$dir/pki/tokens.csv"
@@ -126,7 +135,8 @@ export APISERVER_CA="$dir/pki/ca.crt"
 export ADMIN_TOKEN="$token"
 export ETCD_METRICS_URL="http://127.0.0.1:$metrics"
 EOF
-    wait_for 60 kube-apiserver curl -sf --cacert "$dir/pki/ca.crt" -H "Authorization: Bearer $token" "$url/readyz"
+    wait_for 60 kube-apiserver curl -sf --cacert "$dir/pki/ca.crt" -H "Authorization: Bearer $token" "$url/readyz" ||
+        fail_with_log "$dir/kube-apiserver.log"
 
     KUBECONFIG=$dir/kubeconfig kubectl apply -f "$crds" >"$dir/crds.log"
     KUBECONFIG=$dir/kubeconfig kubectl wait --for condition=Established --timeout 60s crd --all >>"$dir/crds.log"
@@ -152,6 +162,9 @@ check() {
     [ -n "$(find_tool kube-apiserver 2>/dev/null)" ] || missing+=(kube-apiserver)
     command -v kubectl >/dev/null || missing+=(kubectl)
     command -v openssl >/dev/null || missing+=(openssl)
+    command -v curl >/dev/null || missing+=(curl)
+    command -v jq >/dev/null || missing+=(jq)
+    python3 -c 'import yaml' 2>/dev/null || missing+=("python3 with PyYAML")
     crds_dir >/dev/null 2>&1 || missing+=("the CRDs of ../shared/reference/crds")
     if [ ${#missing[@]} -gt 0 ]; then
         echo "no ${missing[*]} (environment, PATH or ../shared/tools)"

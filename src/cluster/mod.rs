@@ -12,7 +12,8 @@
 //!   applications is evaluated;
 //! - the Tenants above the namespace written to, one by one by name;
 //! - the applications (and child Tenants) of each namespace of the pools in question, one
-//!   namespace at a time;
+//!   namespace at a time, up to `NAMESPACE_LISTS` namespaces, then every application of the
+//!   cluster in one list;
 //! - an instance type by name, only when an evaluation needs it.
 //!
 //! Every lookup is a list (the host serves lists from a watch cache: no API round trip per
@@ -59,7 +60,8 @@ pub enum Lookup {
     Tenant { namespace: String, release: String },
     /// Every application of one namespace (its child Tenants included).
     Applications { namespace: String },
-    /// Every application of the cluster: the ledger's one read, never an admission's.
+    /// Every application of the cluster: the ledger's one read, and an admission's once it
+    /// has listed `NAMESPACE_LISTS` namespaces one by one.
     AllApplications,
     /// One VirtualMachineClusterInstancetype, by name: a pool uses a few of the hundred a
     /// Cozystack installs, and their description annotations (kept whole, as all metadata

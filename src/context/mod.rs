@@ -12,7 +12,7 @@
 
 mod scope;
 
-pub use scope::Listing;
+pub use scope::{Listing, NAMESPACE_LISTS};
 
 use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -97,6 +97,9 @@ pub struct Context<'k> {
     owners: RefCell<HashMap<String, Result<Option<Tenant>, ContextError>>>,
     /// The namespaces listed, by name.
     listings: RefCell<BTreeMap<String, Result<Rc<Listing>, ContextError>>>,
+    /// Every application of the cluster, read in one list once the request has listed
+    /// [`NAMESPACE_LISTS`] namespaces one by one.
+    broad: OnceCell<Result<scope::Broad, ContextError>>,
     /// Every application has been read at once ([`Context::read_whole_cluster`]): a namespace
     /// not in `listings` holds none, and no lookup of applications or tenants is made again.
     whole: Cell<bool>,
@@ -115,6 +118,7 @@ impl<'k> Context<'k> {
             charges: RefCell::new(HashMap::new()),
             owners: RefCell::new(HashMap::new()),
             listings: RefCell::new(BTreeMap::new()),
+            broad: OnceCell::new(),
             whole: Cell::new(false),
         })
     }

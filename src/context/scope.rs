@@ -8,8 +8,16 @@
 //!    of every namespace the pools hold, one namespace at a time, descending through the
 //!    tenants that leave some key in question unbounded (those that bound every such key are
 //!    carved out: their namespaces are not read).
+//!
+//! The engine pays for every distinct list once, cold: policy-server and kwctl open a
+//! reflector (an initial LIST, then a WATCH that must sync) per list, about 55 ms each
+//! against a real API server. So a request lists at most [`NAMESPACE_LISTS`] namespaces one
+//! by one; any further namespace it needs is taken from one list of every application of the
+//! cluster ([`Lookup::AllApplications`], read once), whatever the pools' shape: one reflector
+//! more instead of one per namespace. The choice depends only on how many namespaces the
+//! request has read, so the lookups' sequence stays a function of the request and the cluster.
 
-use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::rc::Rc;
 
 use serde_json::Value;
@@ -18,6 +26,13 @@ use super::{Context, ContextError};
 use crate::cluster::{self, Application, Lookup};
 use crate::keys::TENANT_KIND;
 use crate::pool::{Tenancy, Tenant, is_tenant_name, owner_of, stored_tenant};
+
+/// How many namespaces a request lists one by one (`list_resources_by_namespace`) before it
+/// reads the rest from one list of every application.
+pub const NAMESPACE_LISTS: usize = 8;
+
+/// Every application of the cluster, filed by namespace.
+pub(super) type Broad = BTreeMap<String, Rc<Listing>>;
 
 /// One namespace as listed: its applications and the Tenants living in it.
 #[derive(Debug, Default)]
@@ -132,6 +147,15 @@ impl Context<'_> {
         if self.whole.get() {
             return Ok(Rc::new(Listing::default()));
         }
+        if self.listings.borrow().len() >= NAMESPACE_LISTS {
+            let listing = self
+                .broad()
+                .map(|all| all.get(namespace).cloned().unwrap_or_default());
+            self.listings
+                .borrow_mut()
+                .insert(namespace.to_string(), listing.clone());
+            return listing;
+        }
         let read = || {
             let lookup = Lookup::Applications {
                 namespace: namespace.to_string(),
@@ -175,29 +199,46 @@ impl Context<'_> {
     /// every pool. Returns every tenant.
     pub(crate) fn read_whole_cluster(&self) -> Result<Tenancy, ContextError> {
         self.tenant_prefix()?;
-        let answer = cluster::list(self.k8s, &Lookup::AllApplications, self.application_masks())
-            .map_err(ContextError::Applications)?;
-        let applications = cluster::parse_applications(&answer, |kind| self.release_prefix(kind))
-            .map_err(ContextError::Applications)?;
-        let mut by_namespace: std::collections::BTreeMap<String, Vec<Application>> =
-            std::collections::BTreeMap::new();
-        for app in applications {
-            by_namespace
-                .entry(app.namespace.to_string())
-                .or_default()
-                .push(app);
-        }
+        let all = self.broad()?;
         let mut tenancy = Tenancy::default();
         let mut listings = self.listings.borrow_mut();
-        for (namespace, apps) in by_namespace {
-            let listing = self.place(&namespace, apps);
+        for (namespace, listing) in all {
             for tenant in &listing.tenants {
                 tenancy.insert(tenant.clone());
             }
-            listings.insert(namespace, Ok(Rc::new(listing)));
+            listings.insert(namespace.clone(), Ok(listing.clone()));
         }
         self.whole.set(true);
         Ok(tenancy)
+    }
+
+    /// Every application of the cluster in one list, filed by namespace (read once).
+    fn broad(&self) -> Result<&Broad, ContextError> {
+        self.broad
+            .get_or_init(|| {
+                let answer =
+                    cluster::list(self.k8s, &Lookup::AllApplications, self.application_masks())
+                        .map_err(ContextError::Applications)?;
+                let applications =
+                    cluster::parse_applications(&answer, |kind| self.release_prefix(kind))
+                        .map_err(ContextError::Applications)?;
+                let mut by_namespace: BTreeMap<String, Vec<Application>> = BTreeMap::new();
+                for app in applications {
+                    by_namespace
+                        .entry(app.namespace.to_string())
+                        .or_default()
+                        .push(app);
+                }
+                Ok(by_namespace
+                    .into_iter()
+                    .map(|(namespace, apps)| {
+                        let listing = Rc::new(self.place(&namespace, apps));
+                        (namespace, listing)
+                    })
+                    .collect())
+            })
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     /// Every warning about Tenant releases that cannot be placed, of every namespace read.

@@ -79,12 +79,12 @@ pub fn deploy_settings() -> Value {
     }
 }
 
-/// The reservation block of each kind, as the shipped settings carry it.
+/// The reservation block of each kind this project ships: the built-in defaults.
 pub fn reservations() -> serde_json::Map<String, Value> {
-    match deploy_settings()["reservations"].take() {
-        Value::Object(map) => map,
-        _ => panic!("the shipped settings carry a map of kind to block"),
-    }
+    crate::builtin::reservations()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 /// Every real definition, with the shipped reservation block added where there is one (the

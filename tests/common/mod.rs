@@ -28,12 +28,22 @@ pub fn charge(kind: &str, spec: Value) -> Result<Resources, String> {
     charge_with(kind, spec, &Settings::default())
 }
 
+/// What `kind` reserves with `spec`, by the definition's own block; the same charge (or
+/// refusal) must come from the built-in block on a stock definition, which carries none.
 pub fn charge_with(kind: &str, spec: Value, settings: &Settings) -> Result<Resources, String> {
-    let k8s = cluster(Vec::new());
-    let context = Context::new(settings, &k8s).unwrap();
-    context
-        .charge_kind(kind, &spec)
-        .map(Option::unwrap_or_default)
+    let by = |k8s: Fixture| {
+        let context = Context::new(settings, &k8s).unwrap();
+        context
+            .charge_kind(kind, &spec)
+            .map(Option::unwrap_or_default)
+    };
+    let declared = by(cluster(Vec::new()));
+    let built_in = by(stock_cluster(Vec::new()));
+    assert_eq!(
+        declared, built_in,
+        "{kind} {spec}: the definition's block and the built-in one charge differently"
+    );
+    declared
 }
 
 pub fn create(k8s: &Fixture, kind: &str, ns: &str, name: &str, spec: Value) -> Verdict {

@@ -745,8 +745,10 @@ mod tests {
         assert_eq!(small, pool_objects(5000));
     }
 
-    /// The policy's own walk: the namespaces it lists are the pool's, and they hold exactly
-    /// `pool` applications; the carve-out is never listed; both requests are admitted.
+    /// The policy's own walk: the namespaces it lists one by one are the pool's (all of them,
+    /// holding exactly `pool` applications, when they are few; the first
+    /// `NAMESPACE_LISTS`, then one list of every application, when more); the carve-out is
+    /// never listed; both requests are admitted.
     #[test]
     fn the_policys_walk_reads_exactly_the_pool() {
         let d = Defaults::load();
@@ -766,8 +768,21 @@ mod tests {
                             _ => None,
                         })
                         .collect();
-                    assert_eq!(listed, c.pool_namespaces, "{cluster}/{pool}");
                     assert!(!listed.contains(CARVE_OUT_NAMESPACE));
+                    // A pool of more namespaces: the first ones one by one, the rest from one
+                    // list of every application.
+                    if c.pool_namespaces.len() > tenant_reservation_policy::NAMESPACE_LISTS {
+                        assert_eq!(listed.len(), tenant_reservation_policy::NAMESPACE_LISTS);
+                        assert!(listed.is_subset(&c.pool_namespaces));
+                        let broad = fixture
+                            .calls()
+                            .iter()
+                            .filter(|l| **l == Lookup::AllApplications)
+                            .count();
+                        assert_eq!(broad, 1, "{cluster}/{pool}");
+                        continue;
+                    }
+                    assert_eq!(listed, c.pool_namespaces, "{cluster}/{pool}");
                     let mut apps = 0;
                     for namespace in &listed {
                         let lookup = Lookup::Applications {

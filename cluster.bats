@@ -1,0 +1,170 @@
+#!/usr/bin/env bats
+# The policy in the real engine: kube-apiserver (scripts/cluster/control-plane.sh), the real
+# CRDs, Cozystack's apps API stood in for (scripts/cluster/cozystack-apps.sh) and the real
+# policy-server configured from deploy/ as the Kubewarden controller configures it, called by
+# the API server through the ValidatingWebhookConfiguration built from the policy's rules
+# (scripts/cluster/policy-server.sh). Every write goes through kubectl; every assertion is on
+# the verdict and the message kubectl shows.
+#
+#   make cluster-test        (builds annotated-policy.wasm first)
+#
+# One control plane per run of this file (setup_file); each test makes its own tenant.
+
+setup_file() {
+    cd "$BATS_TEST_DIRNAME"
+    export CLUSTER_DIR="$BATS_FILE_TMPDIR/cluster"
+    # Whatever fails here, nothing is left running.
+    if ! {
+        bash scripts/cluster/control-plane.sh up "$CLUSTER_DIR" >&3 2>&1 &&
+            bash scripts/cluster/cozystack-apps.sh install "$CLUSTER_DIR" &&
+            bash scripts/cluster/policy-server.sh up "$CLUSTER_DIR" --mode protect >/dev/null
+    }; then
+        teardown_file
+        return 1
+    fi
+}
+
+teardown_file() {
+    cd "$BATS_TEST_DIRNAME"
+    bash scripts/cluster/policy-server.sh down "$CLUSTER_DIR" || true
+    bash scripts/cluster/control-plane.sh down "$CLUSTER_DIR" || true
+}
+
+setup() {
+    cd "$BATS_TEST_DIRNAME"
+    # shellcheck disable=SC1091
+    source "$CLUSTER_DIR/env"
+}
+
+# write VERB KIND PLURAL NAMESPACE NAME SPEC_JSON: `kubectl VERB` of the application (create or
+# apply); when the API server admits it, stores its HelmRelease as Cozystack does before the
+# next write. Sets $status and $output (kubectl's).
+write() {
+    local verb=$1 kind=$2 plural=$3 ns=$4 name=$5 spec=$6
+    run kubectl "$verb" -f - <<<"{\"apiVersion\":\"apps.cozystack.io/v1alpha1\",\"kind\":\"$kind\",\"metadata\":{\"name\":\"$name\",\"namespace\":\"$ns\"},\"spec\":$spec}"
+    echo "kubectl $verb $kind $ns/$name $spec -> $status: $output"
+    if [ "$status" -eq 0 ]; then
+        bash scripts/cluster/cozystack-apps.sh release "$CLUSTER_DIR" "$plural" "$ns" "$name"
+    fi
+}
+
+# tenant NAME QUOTAS_JSON: Tenant NAME in tenant-root (owning tenant-NAME), admitted.
+tenant() {
+    write create Tenant tenants tenant-root "$1" "{\"resourceQuotas\":$2}"
+    [ "$status" -eq 0 ]
+}
+
+vm() { # vm VERB NAMESPACE NAME INSTANCETYPE
+    write "$1" VMInstance vminstances "$2" "$3" "{\"instanceType\":\"$4\"}"
+}
+
+denied() { # the output is the webhook's refusal, with the given text
+    [ "$status" -ne 0 ]
+    [[ "$output" == *'admission webhook "clusterwide-tenant-reservation.kubewarden.admission" denied the request: '* ]]
+    [[ "$output" == *"$1"* ]]
+}
+
+@test "a write that fits the pool is admitted and stored" {
+    tenant fits '{"cpu":"16","memory":"32Gi","storage":"100Gi"}'
+    vm create tenant-fits vm1 u1.medium
+    [ "$status" -eq 0 ]
+    kubectl get helmrelease -n tenant-fits vm-instance-vm1 -o json |
+        jq -e '.spec.values.instanceType == "u1.medium" and .metadata.labels["apps.cozystack.io/application.kind"] == "VMInstance"'
+}
+
+@test "a write that does not fit is refused with the figures the user sees" {
+    tenant over '{"cpu":"16","memory":"32Gi","storage":"100Gi"}'
+    vm create tenant-over web u1.medium
+    [ "$status" -eq 0 ]
+    vm create tenant-over db1 u1.2xlarge
+    denied 'VMInstance tenant-over/db1: memory 32Gi exceeds pool tenant-over by 4Gi: budget 32Gi, reserved 4Gi by 1 application (largest: VMInstance tenant-over/web 4Gi), available 28Gi'
+    run kubectl get vminstances -n tenant-over db1
+    [ "$status" -ne 0 ]
+}
+
+@test "UPDATE: growth past the budget is refused, shrinking passes" {
+    tenant resize '{"cpu":"8","memory":"16Gi","storage":"100Gi"}'
+    vm create tenant-resize vm1 u1.large
+    [ "$status" -eq 0 ]
+    vm apply tenant-resize vm1 u1.2xlarge
+    denied 'VMInstance tenant-resize/vm1: '
+    denied 'exceeds pool tenant-resize'
+    [ "$(kubectl get vminstances -n tenant-resize vm1 -o jsonpath='{.spec.instanceType}')" = u1.large ]
+    vm apply tenant-resize vm1 u1.small
+    [ "$status" -eq 0 ]
+    [ "$(kubectl get helmrelease -n tenant-resize vm-instance-vm1 -o jsonpath='{.spec.values.instanceType}')" = u1.small ]
+}
+
+@test "Tenant writes: a child Tenant is charged its quota in the parent's pool" {
+    tenant parent '{"cpu":"8","memory":"16Gi","storage":"100Gi"}'
+    write create Tenant tenants tenant-parent big '{"resourceQuotas":{"cpu":"4","memory":"32Gi","storage":"10Gi"}}'
+    denied 'Tenant tenant-parent/big: memory 32Gi exceeds pool tenant-parent by 16Gi: budget 16Gi'
+    write create Tenant tenants tenant-parent small '{"resourceQuotas":{"cpu":"4","memory":"8Gi","storage":"10Gi"}}'
+    [ "$status" -eq 0 ]
+    kubectl get namespace tenant-parent-small
+    # The child's quota is now taken from the parent: 8Gi left, a 16Gi VM does not fit.
+    vm create tenant-parent vm1 u1.2xlarge
+    denied 'VMInstance tenant-parent/vm1: cpu 8 exceeds pool tenant-parent by 4: budget 8, 4 carved out by 1 sub-tenant, reserved 0 by 0 applications, available 4; memory 32Gi exceeds pool tenant-parent by 24Gi: budget 16Gi, 8Gi carved out by 1 sub-tenant, reserved 0 by 0 applications, available 8Gi'
+}
+
+@test "Tenant modules: a quota that does not cover the modules the Tenant switches on is refused" {
+    write create Tenant tenants tenant-root mods '{"etcd":true,"resourceQuotas":{"cpu":"1","memory":"1Gi","storage":"1Gi"}}'
+    denied 'Tenant tenant-root/mods: cpu 1 does not cover what its namespaces will hold'
+    denied 'by the modules it switches on (Etcd tenant-mods/etcd)'
+    write create Tenant tenants tenant-root mods '{"etcd":true,"resourceQuotas":{"cpu":"8","memory":"8Gi","storage":"50Gi"}}'
+    [ "$status" -eq 0 ]
+    kubectl get helmrelease -n tenant-mods etcd info
+    # Switching the module on in a quota that cannot hold it: refused on UPDATE too.
+    write create Tenant tenants tenant-root nomods '{"resourceQuotas":{"cpu":"1","memory":"1Gi","storage":"1Gi"}}'
+    [ "$status" -eq 0 ]
+    write apply Tenant tenants tenant-root nomods '{"etcd":true,"resourceQuotas":{"cpu":"1","memory":"1Gi","storage":"1Gi"}}'
+    denied 'Tenant tenant-root/nomods: cpu 1 does not cover'
+}
+
+@test "monitor mode admits what protect refuses and logs it; protect then refuses it" {
+    tenant monitor '{"cpu":"4","memory":"8Gi","storage":"100Gi"}'
+    bash scripts/cluster/policy-server.sh up "$CLUSTER_DIR" --mode monitor >/dev/null
+    vm create tenant-monitor big u1.2xlarge
+    [ "$status" -eq 0 ]
+    # policy-server logs the answer it did not enforce.
+    sed 's/\x1b\[[0-9;]*m//g' "$CLUSTER_DIR/policy-server/policy-server.log" |
+        grep 'policy evaluation (monitor mode)' | grep 'allowed: false' |
+        grep 'VMInstance tenant-monitor/big: cpu 8 exceeds pool tenant-monitor by 4' |
+        grep -q 'memory 32Gi exceeds pool tenant-monitor by 24Gi'
+    kubectl get helmrelease -n tenant-monitor vm-instance-big
+    bash scripts/cluster/policy-server.sh up "$CLUSTER_DIR" --mode protect >/dev/null
+    vm create tenant-monitor big2 u1.2xlarge
+    denied 'VMInstance tenant-monitor/big2: cpu 8 exceeds pool tenant-monitor'
+}
+
+@test "a policy-server ServiceAccount lacking a permission: the write is refused; the log names the permission" {
+    tenant rbac '{"cpu":"16","memory":"32Gi","storage":"100Gi"}'
+    local rbac=$BATS_TEST_TMPDIR/rbac.yaml
+    # deploy/'s RBAC without the instance types.
+    python3 - deploy/policyserver.yaml >"$rbac" <<'PY'
+import json, sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if not d or d["kind"] == "PolicyServer":
+        continue
+    if d["kind"] == "ClusterRole":
+        d["rules"] = [r for r in d["rules"] if "instancetype.kubevirt.io" not in r["apiGroups"]]
+    print(json.dumps(d))
+PY
+    bash scripts/cluster/policy-server.sh up "$CLUSTER_DIR" --mode protect --rbac "$rbac" >/dev/null
+    vm create tenant-rbac vm1 u1.medium
+    local log
+    log=$(sed 's/\x1b\[[0-9;]*m//g' "$CLUSTER_DIR/policy-server/policy-server.log")
+    # Restore deploy/'s RBAC for what follows, whatever the verdict.
+    bash scripts/cluster/policy-server.sh up "$CLUSTER_DIR" --mode protect >/dev/null
+    # Fail closed: refused. The engine retries the forbidden LIST until the API server's
+    # timeoutSeconds (10) runs out, so the user sees the timeout, not the policy's message...
+    [ "$status" -ne 0 ]
+    [[ "$output" == *'failed calling webhook "clusterwide-tenant-reservation.kubewarden.admission"'*'context deadline exceeded'* ]]
+    run kubectl get vminstances -n tenant-rbac vm1
+    [ "$status" -ne 0 ]
+    # ...and the policy-server log names the permission.
+    grep -q 'cannot list resource \\"virtualmachineclusterinstancetypes\\" in API group \\"instancetype.kubevirt.io\\"' <<<"$log"
+    # With deploy/'s RBAC back, the same write is admitted.
+    vm create tenant-rbac vm1 u1.medium
+    [ "$status" -eq 0 ]
+}

@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+"""The policy in the real engine: kwctl (live) and policy-server against a real control plane
+holding a generated cluster (`bench --dump`). Prints figures; asserts nothing about time.
+
+    bench_cluster.py --dump DIR --module NAME=annotated.wasm [--module ...] [--pools 20,1000,10000]
+
+For each pool: control-plane.sh up, load.py, then for each module:
+  - cold, kwctl: `kwctl run` live (a fresh engine per run: wasm compiled, reflectors made);
+  - cold, policy-server: a fresh policy-server, its first AdmissionReview (CREATE) timed;
+  - warm: sequential requests to that policy-server (p50, p99);
+  - writes/s (pool of 20 only): parallel clients for a few seconds;
+  - reflectors: the API server's WATCH and LIST requests on HelmReleases during the cold request,
+    from /metrics apiserver_request_total; policy-server's RSS after the warm series.
+policy-server runs as the controller configures it (policies.yml keyed by the policy id,
+contextAwareResources of deploy/, hostCapabilities ["*"], --policy-timeout as given), with the
+control plane's admin kubeconfig, TLS from the run's CA, and is fed over HTTPS at
+/validate/<policy id>.
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+import requests
+import urllib3
+
+urllib3.disable_warnings()
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+POLICY_ID = "clusterwide-tenant-reservation"
+CONTEXT_AWARE = [
+    {"apiVersion": "cozystack.io/v1alpha1", "kind": "ApplicationDefinition"},
+    {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease"},
+    {"apiVersion": "instancetype.kubevirt.io/v1beta1", "kind": "VirtualMachineClusterInstancetype"},
+]
+
+
+def tool(name):
+    return subprocess.run(["bash", os.path.join(HERE, "find-tool.sh"), name],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def source_env(path):
+    env = {}
+    for line in open(path):
+        m = re.match(r'export (\w+)="(.*)"', line.strip())
+        if m:
+            env[m.group(1)] = m.group(2)
+    return env
+
+
+def pct(values, p):
+    v = sorted(values)
+    if not v:
+        return float("nan")
+    k = min(len(v) - 1, max(0, int(round(p / 100 * len(v) + 0.5)) - 1))
+    return v[k]
+
+
+def metrics(env):
+    """apiserver_request_total for HelmReleases, by verb."""
+    r = requests.get(env["APISERVER_URL"] + "/metrics", verify=False,
+                     headers={"Authorization": "Bearer " + env["ADMIN_TOKEN"]}, timeout=30)
+    out = {}
+    for line in r.text.splitlines():
+        value = line.rsplit(" ", 1)[-1]
+        if line.startswith("apiserver_request_total{"):
+            out["ALL"] = out.get("ALL", 0) + float(value)
+            if 'resource="helmreleases"' in line:
+                verb = re.search(r'verb="(\w+)"', line).group(1)
+                out[verb] = out.get(verb, 0) + float(value)
+        elif (line.startswith("apiserver_longrunning_requests{") and 'verb="WATCH"' in line
+              and 'resource="helmreleases"' in line):
+            out["WATCHES_OPEN"] = out.get("WATCHES_OPEN", 0) + float(value)
+    return out
+
+
+def delta(after, before):
+    """Requests made in between (WATCH: the HelmRelease watches opened, i.e. reflectors)."""
+    out = {k: int(after.get(k, 0) - before.get(k, 0)) for k in ("LIST", "ALL")}
+    out["WATCH"] = int(after.get("WATCHES_OPEN", 0) - before.get("WATCHES_OPEN", 0))
+    return out
+
+
+def verdict(body):
+    resp = body.get("response", {})
+    if resp.get("allowed"):
+        return "allowed"
+    msg = (resp.get("status") or {}).get("message", "")
+    return "REFUSED: " + msg[:120]
+
+
+class PolicyServer:
+    def __init__(self, cp_dir, env, module, settings, timeout, tag):
+        self.dir = os.path.join(cp_dir, "ps-" + tag)
+        os.makedirs(self.dir, exist_ok=True)
+        pki = os.path.join(cp_dir, "pki")
+        if not os.path.exists(os.path.join(pki, "policy-server.crt")):
+            subprocess.run(["bash", os.path.join(HERE, "serving-cert.sh"), pki, "policy-server",
+                            "127.0.0.1", "localhost"], check=True)
+        policies = {POLICY_ID: {
+            "namespacedName": {"Namespace": "", "Name": "tenant-reservation"},
+            "module": "file://" + os.path.abspath(module),
+            "policyMode": "protect", "allowedToMutate": False,
+            "contextAwareResources": CONTEXT_AWARE, "settings": settings,
+            "hostCapabilities": ["*"]}}
+        with open(os.path.join(self.dir, "policies.yml"), "w") as f:
+            json.dump(policies, f)
+        self.port, ready = free_port(), free_port()
+        self.url = f"https://127.0.0.1:{self.port}"
+        cmd = [tool("policy-server"), "--policies", os.path.join(self.dir, "policies.yml"),
+               "--policies-download-dir", self.dir, "--addr", "127.0.0.1",
+               "--port", str(self.port), "--readiness-probe-port", str(ready),
+               "--cert-file", os.path.join(pki, "policy-server.crt"),
+               "--key-file", os.path.join(pki, "policy-server.key"),
+               "--policy-timeout", str(timeout), "--log-level", "warn",
+               "--sigstore-trust-config", os.path.join(os.path.dirname(tool("kwctl")), "offline-trust-config.json"),
+               "--sigstore-cache-dir", os.path.join(self.dir, "sigstore")]
+        penv = dict(os.environ, KUBECONFIG=env["KUBECONFIG"])
+        self.log = open(os.path.join(self.dir, "policy-server.log"), "w")
+        self.proc = subprocess.Popen(cmd, env=penv, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"policy-server exited; see {self.log.name}")
+            try:
+                if requests.get(f"http://127.0.0.1:{ready}/readiness", timeout=2).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            time.sleep(0.2)
+        else:
+            raise SystemExit("policy-server not ready in 120 s")
+        self.session = requests.Session()
+
+    def review(self, body):
+        t = time.monotonic()
+        r = self.session.post(f"{self.url}/validate/{POLICY_ID}", data=body, verify=False,
+                              headers={"Content-Type": "application/json"}, timeout=120)
+        return time.monotonic() - t, verdict(r.json())
+
+    def rss_mb(self):
+        for line in open(f"/proc/{self.proc.pid}/status"):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def kwctl_cold(env, module, dump, runs):
+    times, verdicts = [], []
+    for _ in range(runs):
+        t = time.monotonic()
+        try:
+            p = subprocess.run([tool("kwctl"), "run", "--allow-context-aware",
+                                "-r", os.path.join(dump, "create-request.json"),
+                                "-s", os.path.join(dump, "settings.json"),
+                                "file://" + os.path.abspath(module)],
+                               env=dict(os.environ, KUBECONFIG=env["KUBECONFIG"]),
+                               capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            times.append(float("inf"))
+            verdicts.append("kwctl stalled (timeout 120 s)")
+            continue
+        times.append(time.monotonic() - t)
+        try:
+            last = json.loads(p.stdout.strip().splitlines()[-1])
+            verdicts.append("allowed" if last.get("allowed") else "REFUSED: " + str(last.get("status", {}).get("message", ""))[:120])
+        except (ValueError, IndexError):
+            verdicts.append("kwctl failed: " + p.stderr[-200:])
+    return times, verdicts
+
+
+def throughput(ps, body, clients, seconds):
+    done, lat, stop = [0], [], time.monotonic() + seconds
+    lock = threading.Lock()
+
+    def client():
+        s = requests.Session()
+        while time.monotonic() < stop:
+            t = time.monotonic()
+            r = s.post(f"{ps.url}/validate/{POLICY_ID}", data=body, verify=False,
+                       headers={"Content-Type": "application/json"}, timeout=60)
+            ok = r.json().get("response", {}).get("allowed")
+            with lock:
+                done[0] += 1 if ok else 0
+                lat.append(time.monotonic() - t)
+
+    start = time.monotonic()
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return done[0] / (time.monotonic() - start), lat
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dump", required=True)
+    ap.add_argument("--work", default="/tmp/bench-cluster")
+    ap.add_argument("--module", action="append", required=True, help="NAME=annotated.wasm")
+    ap.add_argument("--pools", default="20,1000,10000")
+    ap.add_argument("--kwctl-runs", type=int, default=2)
+    ap.add_argument("--cold-runs", type=int, default=2)
+    ap.add_argument("--warm", type=int, default=40)
+    ap.add_argument("--policy-timeout", type=int, default=2)
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--seconds", type=float, default=8)
+    ap.add_argument("--json", help="write the figures here too")
+    a = ap.parse_args()
+    modules = [m.split("=", 1) for m in a.module]
+    rows = []
+    cp = os.path.join(REPO, "scripts", "cluster", "control-plane.sh")
+    print(f"engine: kwctl {tool('kwctl')}, policy-server {tool('policy-server')}; "
+          f"--policy-timeout {a.policy_timeout} s; {os.cpu_count()} CPUs", flush=True)
+    for pool in [int(p) for p in a.pools.split(",")]:
+        dump = os.path.join(a.dump, f"pool-{pool}")
+        shape = json.load(open(os.path.join(dump, "shape.json")))
+        review = json.load(open(os.path.join(dump, "create.json")))
+        with open(os.path.join(dump, "create-request.json"), "w") as f:
+            json.dump(review["request"], f)
+        body = json.dumps(review).encode()
+        settings = json.load(open(os.path.join(dump, "settings.json")))
+        cp_dir = os.path.join(a.work, f"cp-{pool}")
+        subprocess.run(["bash", cp, "down", cp_dir], capture_output=True)
+        subprocess.run(["rm", "-rf", cp_dir])
+        subprocess.run(["bash", cp, "up", cp_dir], check=True, stdout=subprocess.DEVNULL)
+        env = source_env(os.path.join(cp_dir, "env"))
+        try:
+            subprocess.run([sys.executable, os.path.join(HERE, "load.py"), dump],
+                           env=dict(os.environ, **env), check=True)
+            for name, module in modules:
+                row = {"pool": pool, "cluster": shape["cluster"],
+                       "namespaces": shape["pool_namespaces"], "module": name}
+                kt, kv = kwctl_cold(env, module, dump, a.kwctl_runs)
+                row["kwctl_cold_s"], row["kwctl_verdicts"] = kt, kv
+                cold, cold_v, reads = [], [], []
+                for i in range(a.cold_runs):
+                    ps = PolicyServer(cp_dir, env, module, settings, a.policy_timeout, f"{name}-{i}")
+                    try:
+                        m0 = metrics(env)
+                        t, v = ps.review(body)
+                        reads.append(delta(metrics(env), m0))
+                        cold.append(t)
+                        cold_v.append(v)
+                        if i == a.cold_runs - 1:
+                            warm, warm_v = [], set()
+                            for _ in range(a.warm):
+                                t, v = ps.review(body)
+                                warm.append(t)
+                                warm_v.add(v)
+                            row["warm_p50_s"], row["warm_p99_s"] = pct(warm, 50), pct(warm, 99)
+                            row["warm_verdicts"] = sorted(warm_v)
+                            if pool <= 20:
+                                rate, lat = throughput(ps, body, a.clients, a.seconds)
+                                row["writes_per_s"] = rate
+                                row["throughput_p99_s"] = pct(lat, 99)
+                            row["rss_mb"] = ps.rss_mb()
+                    finally:
+                        ps.stop()
+                row["ps_cold_s"], row["ps_cold_verdicts"], row["helmrelease_requests_cold"] = cold, cold_v, reads
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+        finally:
+            subprocess.run(["bash", cp, "down", cp_dir], capture_output=True)
+    print()
+    print(f"{'module':<8} {'pool':>6} {'ns':>4} {'kwctl cold s':>14} {'ps cold s':>14} "
+          f"{'warm p50 ms':>11} {'warm p99 ms':>11} {'HR LIST/WATCH/API':>17} {'RSS MB':>7} {'writes/s':>8}  verdicts")
+    for r in rows:
+        fmt = lambda xs: "/".join(f"{x:.2f}" for x in xs)
+        hr = r["helmrelease_requests_cold"][0] if r["helmrelease_requests_cold"] else {}
+        verdicts = sorted(set(r["kwctl_verdicts"] + r["ps_cold_verdicts"] + r.get("warm_verdicts", [])))
+        print(f"{r['module']:<8} {r['pool']:>6} {r['namespaces']:>4} {fmt(r['kwctl_cold_s']):>14} "
+              f"{fmt(r['ps_cold_s']):>14} {r.get('warm_p50_s', float('nan'))*1000:>11.1f} "
+              f"{r.get('warm_p99_s', float('nan'))*1000:>11.1f} "
+              f"{'/'.join(str(hr.get(k, '-')) for k in ('LIST', 'WATCH', 'ALL')):>17} "
+              f"{r.get('rss_mb', float('nan')):>7.0f} {r.get('writes_per_s', float('nan')):>8.0f}  {'; '.join(verdicts)}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
