@@ -155,6 +155,12 @@ else
 	if [ -f e2e.bats ]; then KWCTL="$(KWCTL_BIN)" "$$bats" e2e.bats; else echo "e2e-kwctl: there is no e2e.bats yet"; fi
 endif
 
+# Every cluster state of test_data/ against the real CRDs on a real control plane (skipped,
+# with one line, where etcd, kube-apiserver or kubectl are absent).
+.PHONY: check-cluster-states
+check-cluster-states:
+	bash scripts/check-cluster-states.sh
+
 .PHONY: test-all
 test-all: test e2e-tests e2e-kwctl
 

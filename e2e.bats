@@ -36,11 +36,12 @@ kwctl_run() {
 }
 
 # Runs scenario $1 (a directory of test_data/scenarios) from its recorded session, with its
-# settings.json or, given $2, those settings (JSON) instead.
+# settings.json or, given $2, those settings (JSON) over it, key by key (a stock scenario keeps
+# the shipped reservations).
 scenario() {
     local dir="$SCENARIOS/$1"
     local settings=(--settings-path "$dir/settings.json")
-    [ $# -lt 2 ] || settings=(--settings-json "$2")
+    [ $# -lt 2 ] || settings=(--settings-json "$(jq -c -s '.[0] + .[1]' "$dir/settings.json" - <<<"$2")")
     [ -f "$dir/session.yml" ] || {
         echo "$dir/session.yml is missing: run scripts/record-sessions.sh"
         return 1
@@ -63,7 +64,7 @@ needs_cluster_state() {
 from_cluster_state() {
     local dir="$SCENARIOS/$1"
     local settings=(--settings-path "$dir/settings.json")
-    [ $# -lt 2 ] || settings=(--settings-json "$2")
+    [ $# -lt 2 ] || settings=(--settings-json "$(jq -c -s '.[0] + .[1]' "$dir/settings.json" - <<<"$2")")
     needs_cluster_state
     kwctl_run --request-path "$dir/request.json" \
         "${settings[@]}" \
@@ -621,7 +622,7 @@ settings_refused() {
     from_cluster_state 26-sibling-failure-warn
     accepted
     warnings_are 'counted as zero in pool tenant-foo: VMInstance tenant-foo/legacy: spec.instanceType: instance type "legacy.large" does not exist'
-    from_cluster_state 26-sibling-failure-warn '{}'
+    from_cluster_state 26-sibling-failure-warn '{"siblingFailure": "deny"}'
     rejected
     message_has "(siblingFailure: deny): VMInstance tenant-foo/legacy"
 }

@@ -8,10 +8,13 @@
 //! - `request.json`: the `AdmissionReview` kwctl reads (`--request-path`), built like
 //!   `testing::payload` (with the resource plural its ApplicationDefinition declares);
 //! - `cluster.yaml`: the cluster state the policy reads, as multi-document YAML: the real
-//!   ApplicationDefinitions (with the proposed reservation block) of the kinds in the
-//!   scenario, the real instance types it references, and the HelmReleases the Cozystack API
-//!   server stores for its Tenants and applications;
-//! - `settings.json`: the policy settings (`{}` for the defaults).
+//!   ApplicationDefinitions of the kinds in the scenario (as Cozystack ships them on a stock
+//!   installation, the default; with the proposed reservation block on the few scenarios of
+//!   the proposed installation), the real instance types it references, and the HelmReleases
+//!   the Cozystack API server stores for its Tenants and applications, each valid against the
+//!   real CRDs (`scripts/check-cluster-states.sh`);
+//! - `settings.json`: the policy settings (stock: the shipped `deploy/` settings, with the
+//!   scenario's own keys over them; proposed: only the scenario's own, `{}` for the defaults).
 //!
 //! `scripts/record-sessions.sh` then records each scenario's kwctl session (`session.yml`)
 //! from `cluster.yaml`. The generator also writes `README.md`, the list of scenarios with
@@ -147,7 +150,8 @@ struct Scenario {
     stored: Vec<Value>,
     /// The instance types the scenario's values name (defaults included) that exist.
     instance_types: Vec<&'static str>,
-    /// A stock installation: the definitions carry no block, the settings carry them.
+    /// A stock installation: the definitions carry no block; the built-in blocks (and any the
+    /// settings add) apply.
     stock: bool,
 }
 
@@ -158,17 +162,26 @@ impl Scenario {
             about,
             expect,
             write,
-            settings: json!({}),
+            settings: testing::deploy_settings(),
             stored: Vec::new(),
             instance_types: Vec::new(),
-            stock: false,
+            stock: true,
         }
     }
 
-    /// On a stock installation, with the settings `deploy/` ships.
+    /// On a stock installation, with the settings `deploy/` ships and the built-in blocks: the
+    /// default.
     fn stock(mut self) -> Self {
         self.stock = true;
         self.settings = testing::deploy_settings();
+        self
+    }
+
+    /// On the proposed installation instead: the blocks on the ApplicationDefinitions (which
+    /// Cozystack's own CRD prunes today), the settings empty. Before any [`Self::settings`].
+    fn proposed(mut self) -> Self {
+        self.stock = false;
+        self.settings = json!({});
         self
     }
 
@@ -182,8 +195,13 @@ impl Scenario {
         self
     }
 
+    /// These settings over the installation's: on a stock one, each key replaces the shipped
+    /// one; on the proposed one they are the whole settings.
     fn settings(mut self, settings: Value) -> Self {
-        self.settings = settings;
+        match (&mut self.settings, settings) {
+            (Value::Object(into), Value::Object(extra)) => into.extend(extra),
+            (_, settings) => self.settings = settings,
+        }
         self
     }
 
@@ -840,7 +858,7 @@ fn scenarios() -> Vec<Scenario> {
         Scenario::new("22-stock-kind-without-block-refused", Rejected,
             "On a stock installation whose settings remove Bucket's built-in block (reservations: {Bucket: null}), Bucket's definition has no block either: refused.",
             create("Bucket", "tenant-foo", "assets", json!({"locking": false, "storagePool": "", "users": {"app": {}}})))
-            .stored(empty_foo_pool()).stock().settings(json!({"reservations": {"Bucket": null}})),
+            .stored(empty_foo_pool()).settings(json!({"reservations": {"Bucket": null}})),
         Scenario::new("23-stock-kind-exempt", Accepted,
             "With exemptKinds: [Bucket] the same Bucket, its built-in block removed, reserves nothing and passes.",
             create("Bucket", "tenant-foo", "assets", json!({"locking": false, "storagePool": "", "users": {"app": {}}})))
@@ -1058,6 +1076,19 @@ fn scenarios() -> Vec<Scenario> {
             "A u1.2xlarge VM asking resources.cpu 1: the chart renders cores only with sockets, so it runs (and is charged) as the instance type's 8 cpu and 32Gi.",
             create("VMInstance", "tenant-foo", "db1", vm_values(json!({"instanceType": "u1.2xlarge", "resources": {"cpu": "1"}}))))
             .stored(foo_pool(vec![])).types(&["u1.medium", "u1.2xlarge"]),
+        // -- the proposed installation: blocks on the definitions, no settings --
+        Scenario::new("68-proposed-vm-create-fits", Accepted,
+            "On the proposed installation (the block on VMInstance's definition, no settings), 01 again: a u1.xlarge VM fills tenant-foo's memory exactly.",
+            create("VMInstance", "tenant-foo", "db1", vm_values(json!({"instanceType": "u1.xlarge", "disks": [{"name": "db1-system"}]}))))
+            .proposed().stored(foo_pool(vec![])).types(&["u1.medium", "u1.xlarge"]),
+        Scenario::new("69-proposed-vm-create-exceeds", Rejected,
+            "On the proposed installation, 02 again: a u1.2xlarge VM (32Gi) does not fit the 16Gi tenant-foo has left.",
+            create("VMInstance", "tenant-foo", "db1", vm_values(json!({"instanceType": "u1.2xlarge", "disks": [{"name": "db1-system"}]}))))
+            .proposed().stored(foo_pool(vec![])).types(&["u1.medium", "u1.2xlarge"]),
+        Scenario::new("70-proposed-postgres-preset-replicas-exceeds", Rejected,
+            "On the proposed installation, a block on the definition and none in the settings, 08 again: the preset times replicas does not fit.",
+            create("Postgres", "tenant-foo", "orders", postgres_values(json!({"replicas": 3, "resourcesPreset": "u1.large", "size": "50Gi"}))))
+            .proposed().stored(foo_pool(vec![])).types(&foo_types),
     ]
 }
 

@@ -85,9 +85,41 @@ const ALL_GPUS: &str = "gpuclass.cozystack.io/devices";
     json!({"runStrategy": "Halted"}),
     Ok(res(&[("cpu", "1"), ("memory", "4Gi")]))
 )]
-#[case::helpers_tpl_int64_refuses_millicores(
+#[case::vm_instance_helpers_tpl_82_cpu_millicores_render_zero_cores(
     json!({"instanceType": "", "resources": {"cpu": "1500m", "sockets": 1, "memory": "2Gi"}}),
-    Err("spec.resources.cpu: must be a whole number: the chart renders it with int64, which reads \"1500m\" as 0")
+    Ok(res(&[("cpu", "1"), ("memory", "2Gi")]))
+)]
+#[case::vm_instance_helpers_tpl_82_cpu_zero_decimal(
+    json!({"instanceType": "", "resources": {"cpu": "2.0", "sockets": "2.00", "memory": "2Gi"}}),
+    Ok(res(&[("cpu", "4"), ("memory", "2Gi")]))
+)]
+#[case::vm_instance_helpers_tpl_82_cpu_octal(
+    json!({"instanceType": "", "resources": {"cpu": "010", "sockets": 1, "memory": "2Gi"}}),
+    Ok(res(&[("cpu", "8"), ("memory", "2Gi")]))
+)]
+#[case::vm_instance_helpers_tpl_82_cpu_plus_sign(
+    json!({"instanceType": "", "resources": {"cpu": "+3", "sockets": 1, "memory": "2Gi"}}),
+    Ok(res(&[("cpu", "3"), ("memory", "2Gi")]))
+)]
+#[case::vm_instance_helpers_tpl_82_cpu_bad_octal_renders_zero(
+    json!({"instanceType": "", "resources": {"cpu": "08", "sockets": 2, "memory": "2Gi"}}),
+    Ok(res(&[("cpu", "2"), ("memory", "2Gi")]))
+)]
+#[case::vm_instance_helpers_tpl_82_cpu_fraction_renders_zero(
+    json!({"instanceType": "", "resources": {"cpu": "2.5", "sockets": 1, "memory": "2Gi"}}),
+    Ok(res(&[("cpu", "1"), ("memory", "2Gi")]))
+)]
+#[case::vm_instance_helpers_tpl_83_sockets_octal(
+    json!({"instanceType": "", "resources": {"cpu": 2, "sockets": "012", "memory": "2Gi"}}),
+    Ok(res(&[("cpu", "20"), ("memory", "2Gi")]))
+)]
+#[case::vm_instance_helpers_tpl_82_cpu_negative_refused(
+    json!({"instanceType": "", "resources": {"cpu": "-2", "sockets": 1, "memory": "2Gi"}}),
+    Err("spec.resources.cpu: must not be negative: the chart's int64 reads \"-2\" as -2")
+)]
+#[case::vm_instance_helpers_tpl_82_cpu_negative_octal_refused(
+    json!({"instanceType": "", "resources": {"cpu": "-010", "sockets": 1, "memory": "2Gi"}}),
+    Err("spec.resources.cpu: must not be negative: the chart's int64 reads \"-010\" as -8")
 )]
 #[case::helpers_tpl_int64_refuses_fractions(
     json!({"instanceType": "", "resources": {"cpu": 2, "sockets": 1.5, "memory": "2Gi"}}),

@@ -322,6 +322,30 @@ fn kafka(#[case] spec: Value, #[case] want: Want) {
     json!({"resources": {"cpu": "1", "memory": "1Gi", A10: 1}}),
     Ok(&[("cpu", "2"), ("memory", "2Gi"), ("storage", "20Gi"), (GPUS, "2"), (A10S, "2")][..])
 )]
+#[case::nats_yaml_82_resolver_pvc_per_pod_upstream_default_1gi(
+    json!({"config": {"resolver": {"enabled": true}}}),
+    Ok(&[("cpu", "500m"), ("memory", "256Mi"), ("storage", "22Gi")][..])
+)]
+#[case::nats_yaml_82_resolver_pvc_size_per_pod(
+    json!({"replicas": 3, "config": {"resolver": {"enabled": true, "pvc": {"size": "30Gi"}}}}),
+    Ok(&[("cpu", "750m"), ("memory", "384Mi"), ("storage", "120Gi")][..])
+)]
+#[case::nats_yaml_82_resolver_pvc_disabled(
+    json!({"config": {"resolver": {"enabled": true, "pvc": {"enabled": false, "size": "30Gi"}}}}),
+    Ok(&[("cpu", "500m"), ("memory", "256Mi"), ("storage", "20Gi")][..])
+)]
+#[case::nats_yaml_82_resolver_off_renders_no_pvc(
+    json!({"config": {"resolver": {"enabled": false, "pvc": {"size": "30Gi"}}}}),
+    Ok(&[("cpu", "500m"), ("memory", "256Mi"), ("storage", "20Gi")][..])
+)]
+#[case::nats_yaml_82_resolver_pvc_size_malformed_refused(
+    json!({"config": {"resolver": {"enabled": true, "pvc": {"size": "lots"}}}}),
+    Err("spec.config.resolver.pvc.size: \"lots\" is not a valid quantity")
+)]
+#[case::nats_yaml_78_merge_renders_config_only(
+    json!({"config": {"merge": {"jetstream": {"max_file_store": "1Ti"}}}}),
+    Ok(&[("cpu", "500m"), ("memory", "256Mi"), ("storage", "20Gi")][..])
+)]
 fn nats(#[case] spec: Value, #[case] want: Want) {
     check("NATS", spec, want);
 }

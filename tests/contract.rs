@@ -22,8 +22,8 @@ fn evaluation_failures_name_the_field() {
         ),
         (
             "VMInstance",
-            json!({"instanceType": "", "resources": {"cpu": "1.5", "sockets": 1, "memory": "1Gi"}}),
-            "spec.resources.cpu: must be a whole number: the chart renders it with int64, which reads \"1.5\" as 0",
+            json!({"instanceType": "", "resources": {"cpu": "-1.0", "sockets": 1, "memory": "1Gi"}}),
+            "spec.resources.cpu: must not be negative: the chart's int64 reads \"-1.0\" as -1",
         ),
         (
             "Postgres",

@@ -3,12 +3,14 @@
 //! - [`definition`]: the ApplicationDefinition as listed, and the `spec.reservation` contract;
 //! - [`values`]: an application's values as its chart sees them (schema defaults applied);
 //! - [`evaluate`]: a reservation block evaluated against those values;
+//! - [`helm_casts`]: Helm's `int64`/`int` casts, exactly as the charts run them;
 //! - [`presets`]: Cozystack's preset table, the sizes a `preset` path resolves to.
 //!
 //! Pure apart from the instance-type lookup behind [`evaluate::InstanceTypes`].
 
 pub mod definition;
 pub mod evaluate;
+pub mod helm_casts;
 pub mod presets;
 mod read;
 pub mod terms;

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::evaluate::EvalError;
+use super::helm_casts;
 use super::terms::{Amount, Condition, Count, From, Literal, Path, Term};
 use super::values::{Cursor, describe};
 use crate::quantity::{JsonQuantityError, Quantity};
@@ -144,20 +145,29 @@ pub(super) fn read_count(place: Place<'_>, path: &Path) -> Result<Option<u64>> {
     }
 }
 
-/// A whole number as the chart's `int64` reads an int-or-string field: an integer or a
-/// string of decimal digits. Anything else is refused: `int64` would turn `"1500m"` into 0.
+/// A whole number as the chart's `int64` reads an int-or-string field: an integer, or a string
+/// read exactly as sprig's cast reads it ([`helm_casts::to_int64`]: `"2.0"` is 2, `"010"` is 8,
+/// `"08"` and `"1500m"` are 0). Refused: a string that is no quantity either (the chart's
+/// schema refuses it, nothing renders) and a negative result (the object it renders is invalid).
 fn read_whole(place: Place<'_>, path: &Path) -> Result<Option<u64>> {
     match place.read(path)? {
-        Some(Value::String(s)) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => s
-            .parse()
-            .map(Some)
-            .map_err(|_| place.error(path, format!("{s:?} is too large"))),
-        Some(Value::String(s)) => Err(place.error(
-            path,
-            format!(
-                "must be a whole number: the chart renders it with int64, which reads {s:?} as 0"
-            ),
-        )),
+        Some(v @ Value::String(s)) => match helm_casts::to_int64(v) {
+            helm_casts::Int64::Failed if Quantity::parse(s).is_err() => Err(place.error(
+                path,
+                format!(
+                    "{s:?} is neither a whole number nor a quantity the chart's schema accepts"
+                ),
+            )),
+            cast => match cast.rendered() {
+                Some(n) => u64::try_from(n).map(Some).map_err(|_| {
+                    place.error(
+                        path,
+                        format!("must not be negative: the chart's int64 reads {s:?} as {n}"),
+                    )
+                }),
+                None => Err(place.error(path, format!("{s:?} is not a whole number"))),
+            },
+        },
         _ => read_count(place, path),
     }
 }
@@ -369,10 +379,9 @@ mod tests {
             None
         );
         assert_eq!(
-            amount_of(json!({"product": ["d"]}))
-                .unwrap_err()
-                .to_string(),
-            "spec.d: must be a whole number: the chart renders it with int64, which reads \"1500m\" as 0"
+            amount_of(json!({"product": ["d"]})).unwrap(),
+            Some(Quantity::from_units(0)),
+            "int64 renders \"1500m\" as 0"
         );
         assert_eq!(
             amount_of(json!({"path": "e", "default": "20Gi"})).unwrap(),

@@ -171,7 +171,7 @@ pub fn release(
             "namespace": namespace,
             "labels": labels,
         },
-        "spec": {"chart": {"spec": {"chart": kind.to_lowercase()}}, "values": values},
+        "spec": release_spec(kind, values),
         "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "InstallSucceeded"}]},
     })
 }
@@ -181,8 +181,24 @@ pub fn release(
 pub fn module(kind: &str, namespace: &str, name: &str) -> Value {
     let mut hr = release(kind, namespace, name, Some(name), Value::Null);
     hr["metadata"]["labels"][TENANT_MODULE_LABEL] = json!("true");
-    hr["spec"] = json!({"chart": {"spec": {"chart": kind.to_lowercase()}}});
+    hr["spec"] = release_spec(kind, Value::Null);
     hr
+}
+
+/// A HelmRelease's spec as Flux's CRD requires it (`interval`, a chart source), with `values`
+/// unless null.
+fn release_spec(kind: &str, values: Value) -> Value {
+    let mut spec = json!({
+        "interval": "5m",
+        "chart": {"spec": {
+            "chart": kind.to_lowercase(),
+            "sourceRef": {"kind": "HelmRepository", "name": "cozystack-apps", "namespace": "cozy-public"},
+        }},
+    });
+    if !values.is_null() {
+        spec["values"] = values;
+    }
+    spec
 }
 
 /// A stored Tenant `name` in `namespace` declaring `quota` as its `resourceQuotas`.
