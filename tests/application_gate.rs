@@ -418,3 +418,52 @@ fn hundreds_of_broken_siblings_still_give_a_bounded_answer() {
     );
     assert!(warn.warnings.iter().all(|w| w.chars().count() <= 256));
 }
+
+/// An out-of-tree catalog adds a kind the webhook's rules do not name: its own writes never
+/// reach the policy, but its applications sit in their tenant's pool, so every write the policy
+/// does see in that pool names them (siblingFailure decides whether to refuse or warn), and
+/// `scripts/generate-rules.sh` names the plural to add (docs/operating.md).
+#[test]
+fn an_application_of_a_kind_without_a_block_is_named_by_every_write_in_its_pool() {
+    let mut streams = definition("Bucket");
+    streams["metadata"]["name"] = json!("stream");
+    streams["spec"]["application"]["kind"] = json!("Stream");
+    streams["spec"]["application"]["plural"] = json!("streams");
+    streams["spec"]["application"]["singular"] = json!("stream");
+    streams["spec"]["release"]["prefix"] = json!("stream-");
+    streams["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("reservation");
+    let mut k8s = foo_pool(vec![release(
+        "Stream",
+        "tenant-foo",
+        "stream-events",
+        Some("events"),
+        json!({}),
+    )]);
+    k8s.add(streams);
+
+    let deny = create(&k8s, "VMDisk", "tenant-foo", "d", json!({}));
+    assert!(!deny.allowed);
+    assert_eq!(
+        message(&deny),
+        "VMDisk tenant-foo/d: pool tenant-foo cannot be checked, 1 other object cannot be evaluated (siblingFailure: deny): \
+         Stream tenant-foo/events: ApplicationDefinition stream declares no spec.reservation, the reservations setting has no block for Stream, and Stream is not in the exemptKinds setting"
+    );
+    let warn = with_settings(
+        &k8s,
+        json!({"siblingFailure": "warn"}),
+        "VMDisk",
+        "tenant-foo",
+        "d",
+        json!({}),
+    );
+    assert!(warn.allowed, "{warn:?}");
+    assert_eq!(warn.warnings.len(), 1, "{:?}", warn.warnings);
+    assert!(
+        warn.warnings[0].starts_with("counted as zero in pool tenant-foo: Stream tenant-foo/events: ApplicationDefinition stream declares no spec.reservation"),
+        "{:?}",
+        warn.warnings
+    );
+}

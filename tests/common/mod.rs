@@ -8,8 +8,8 @@ pub use tenant_reservation_policy::cluster::{Kubernetes, Lookup, Source};
 pub use tenant_reservation_policy::quantity::Quantity;
 pub use tenant_reservation_policy::settings::Settings;
 pub use tenant_reservation_policy::testing::{
-    self, Fixture, application, cluster, module, payload, release, stock_cluster, tenant,
-    tenant_with,
+    self, Fixture, application, cluster, definition, module, payload, release, stock_cluster,
+    tenant, tenant_with,
 };
 pub use tenant_reservation_policy::{
     Context, Resources, Verdict, check_settings, validate_payload,
