@@ -25,6 +25,7 @@ mod charge;
 pub mod cluster;
 mod context;
 mod decision;
+mod json;
 pub mod keys;
 pub mod ledger;
 mod pool;

@@ -1,50 +1,20 @@
 //! Evaluating a reservation block against one application's values: what it reserves.
 //!
-//! Pure apart from the [`InstanceTypes`] lookup, so every rule is testable natively.
-
-use std::collections::BTreeMap;
+//! Pure apart from the [`super::sizing::InstanceTypes`] lookup, so every rule is testable natively.
 
 use serde_json::Value;
 
 use super::definition::Reservation;
-use super::presets::Presets;
 use super::read::{
-    Place, Result, amount, count, holds, name, read_count, read_name, read_quantity,
+    EvalError, Place, Result, amount, count, holds, name, read_count, read_name, read_quantity,
 };
+use super::sizing::Sizing;
 use super::terms::{Gpus, Path, Term};
-use super::values::{Cursor, describe};
+use super::values::Cursor;
+use crate::json::describe;
 use crate::keys::{CPU, GPU_ALL_CLASSES, MEMORY, STORAGE, gpu_class_key, is_dns_label};
 use crate::quantity::Quantity;
 use crate::resources::{Overflow, Resources};
-
-/// The size a VirtualMachineClusterInstancetype gives one VM.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InstanceTypeSize {
-    pub cpu: Quantity,
-    pub memory: Quantity,
-    /// `spec.gpus[].deviceName`: one device each.
-    pub gpu_devices: Vec<String>,
-}
-
-/// Resolves instance type names. `Ok(None)`: no such instance type.
-pub trait InstanceTypes {
-    fn lookup(&self, name: &str) -> std::result::Result<Option<InstanceTypeSize>, String>;
-}
-
-/// What sizes resolve against: presets, instance types, and the GPU device -> class map.
-pub struct Sizing<'a> {
-    pub presets: &'a Presets,
-    pub instance_types: &'a dyn InstanceTypes,
-    pub gpu_device_classes: &'a BTreeMap<String, String>,
-}
-
-/// Why an application could not be evaluated, naming the field.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{path}: {reason}")]
-pub struct EvalError {
-    pub path: String,
-    pub reason: String,
-}
 
 /// What `reservation` charges for the application whose values (`spec`) `values` points at.
 pub fn evaluate(

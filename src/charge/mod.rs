@@ -6,24 +6,29 @@
 //! - [`helm_casts`]: Helm's `int64`/`int` casts, exactly as the charts run them;
 //! - [`presets`]: Cozystack's preset table, the sizes a `preset` path resolves to.
 //!
-//! Pure apart from the instance-type lookup behind [`evaluate::InstanceTypes`].
+//! - [`sizing`]: what sizes resolve against (presets, instance types by name, GPU classes).
+//!
+//! Pure apart from the instance-type lookup behind [`sizing::InstanceTypes`].
 
 pub mod definition;
 pub mod evaluate;
 pub mod helm_casts;
 pub mod presets;
 mod read;
+pub mod sizing;
 pub mod terms;
 pub mod values;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::json::describe;
 use crate::resources::Resources;
 use definition::{ApplicationDefinition, Reservation};
-use evaluate::{EvalError, Sizing};
+pub use read::EvalError;
+use sizing::Sizing;
 use terms::Implied;
-use values::{Cursor, Schema, describe};
+use values::{Cursor, Schema};
 
 /// Why an application cannot be charged.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -3,11 +3,19 @@
 
 use serde_json::Value;
 
-use super::evaluate::EvalError;
 use super::helm_casts;
 use super::terms::{Amount, Condition, Count, From, Literal, Path, Term};
-use super::values::{Cursor, describe};
+use super::values::Cursor;
+use crate::json::describe;
 use crate::quantity::{JsonQuantityError, Quantity};
+
+/// Why an application could not be evaluated, naming the field.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {reason}")]
+pub struct EvalError {
+    pub path: String,
+    pub reason: String,
+}
 
 pub(super) type Result<T> = std::result::Result<T, EvalError>;
 

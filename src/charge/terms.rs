@@ -14,7 +14,7 @@ use std::fmt;
 use serde::de::{Deserialize, Deserializer, Error as _};
 use serde_json::{Map, Value};
 
-use super::values::describe;
+use crate::json::describe;
 use crate::keys::{CPU, MEMORY, STORAGE};
 use crate::quantity::Quantity;
 

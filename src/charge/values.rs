@@ -13,18 +13,6 @@ use std::sync::Arc;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-/// What a JSON value is, for messages: `the string "big"`, `a list`.
-pub fn describe(v: &Value) -> String {
-    match v {
-        Value::Null => "null".into(),
-        Value::Bool(b) => format!("the boolean {b}"),
-        Value::Number(n) => format!("the number {n}"),
-        Value::String(s) => format!("the string {s:?}"),
-        Value::Array(_) => "a list".into(),
-        Value::Object(_) => "an object".into(),
-    }
-}
-
 /// A parsed `openAPISchema` (or none: no defaults).
 #[derive(Clone, Debug, Default)]
 pub struct Schema(Option<Arc<SchemaNode>>);

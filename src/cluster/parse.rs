@@ -10,7 +10,7 @@ use serde_json::value::RawValue;
 
 use super::{APPLICATION_DEFINITION, ClusterError, HELM_RELEASE, INSTANCE_TYPE};
 use crate::charge::definition::{ApplicationDefinition, Metadata};
-use crate::charge::evaluate::InstanceTypeSize;
+use crate::charge::sizing::InstanceTypeSize;
 use crate::quantity::{JsonQuantityError, Quantity};
 
 #[derive(Deserialize)]

@@ -21,8 +21,8 @@ use std::rc::Rc;
 use serde_json::Value;
 
 use crate::charge::definition::ApplicationDefinition;
-use crate::charge::evaluate::{InstanceTypeSize, InstanceTypes, Sizing};
 use crate::charge::presets::Presets;
+use crate::charge::sizing::{InstanceTypeSize, InstanceTypes, Sizing};
 use crate::charge::{ChargeError, Governing};
 use crate::cluster::{self, Application, ClusterError, Kubernetes, Lookup};
 use crate::decision::Usage;

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::charge::values::describe;
+use crate::json::describe;
 use crate::keys::{KeyAliases, RESOURCE_QUOTAS};
 use crate::quantity::{JsonQuantityError, Quantity};
 

@@ -14,10 +14,10 @@ use kubewarden_policy_sdk::request::KubernetesAdmissionRequest;
 use serde_json::{Map, Value};
 
 use crate::charge::ChargeError;
-use crate::charge::values::describe;
 use crate::cluster::{Application, Kubernetes};
 use crate::context::{Context, ContextError};
 use crate::decision::Record;
+use crate::json::describe;
 use crate::keys::{GROUP, TENANT_KIND, plural};
 use crate::pool::{Pool, Tenancy};
 use crate::quantity::Quantity;
