@@ -47,7 +47,7 @@ else
 fi
 
 echo "record-sessions: generating the scenarios" >&2
-cargo run -q --example scenarios --features fixtures -- "$SCENARIOS" "$EXAMPLE"
+cargo run -q --example scenarios -- "$SCENARIOS" "$EXAMPLE"
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT

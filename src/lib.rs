@@ -33,8 +33,6 @@ pub mod quantity;
 mod resources;
 mod review;
 pub mod settings;
-#[cfg(any(test, feature = "fixtures"))]
-pub mod testing;
 
 pub use context::{Context, NAMESPACE_LISTS};
 pub use resources::Resources;

@@ -367,9 +367,9 @@ fn a_missing_spec_is_charged_at_the_defaults() {
 
 #[test]
 fn a_definition_with_a_broken_schema_is_refused_by_name() {
-    let mut broken = testing::definition("VMDisk");
+    let mut broken = test_kit::definition("VMDisk");
     broken["spec"]["application"]["openAPISchema"] = json!("{\"type\": \"object\",");
-    let mut objects: Vec<Value> = testing::definitions()
+    let mut objects: Vec<Value> = test_kit::definitions()
         .into_iter()
         .filter(|d| d["spec"]["application"]["kind"] != "VMDisk")
         .collect();

@@ -14,8 +14,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tenant_reservation_policy::Verdict;
 use tenant_reservation_policy::cluster::Source;
-use tenant_reservation_policy::testing::{self, Fixture, application, payload, tenant};
 use tenant_reservation_policy::validate_payload;
+use test_kit::{self, Fixture, application, payload, tenant};
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/bad-inputs")
@@ -26,7 +26,7 @@ const MAX_NANOS: &str = "170141183460469231731687303715884105727n";
 
 /// A copy of the VMDisk definition under the kind `Broken`, whose openAPISchema is cut short.
 fn broken_definition() -> Value {
-    let mut broken = testing::definition("VMDisk");
+    let mut broken = test_kit::definition("VMDisk");
     broken["metadata"]["name"] = json!("broken");
     let app = &mut broken["spec"]["application"];
     app["kind"] = json!("Broken");
@@ -39,7 +39,7 @@ fn broken_definition() -> Value {
 
 /// A copy of the Bucket definition under the kind `Unreserved`, without a reservation block.
 fn unreserved_definition() -> Value {
-    let mut unreserved = testing::definition("Bucket");
+    let mut unreserved = test_kit::definition("Bucket");
     unreserved["metadata"]["name"] = json!("unreserved");
     let app = &mut unreserved["spec"]["application"];
     app["kind"] = json!("Unreserved");
@@ -116,13 +116,13 @@ fn objects() -> Vec<Value> {
 }
 
 fn cluster() -> Fixture {
-    testing::cluster(objects())
+    test_kit::cluster(objects())
 }
 
-/// Every object of `cluster.yaml`, as `testing::cluster` holds them.
+/// Every object of `cluster.yaml`, as `test_kit::cluster` holds them.
 fn cluster_documents() -> Vec<Value> {
-    let mut all = testing::definitions();
-    all.extend(testing::instance_types());
+    let mut all = test_kit::definitions();
+    all.extend(test_kit::instance_types());
     all.extend(objects());
     all
 }
@@ -344,7 +344,7 @@ fn no_sequence_of_admitted_writes_overshoots_a_pool() {
         let mut objects = objects();
         objects.retain(|o| o["metadata"]["name"] != "tenant-b");
         objects.push(tenant("tenant-a", "b", old["resourceQuotas"].clone()));
-        let before = testing::cluster(objects.clone());
+        let before = test_kit::cluster(objects.clone());
         let new = json!({"resourceQuotas": {"memory": "1Gi"}});
         let declare = validate_payload(
             &payload(
@@ -363,7 +363,7 @@ fn no_sequence_of_admitted_writes_overshoots_a_pool() {
         }
         objects.retain(|o| o["metadata"]["name"] != "tenant-b");
         objects.push(tenant("tenant-a", "b", new["resourceQuotas"].clone()));
-        let after = testing::cluster(objects);
+        let after = test_kit::cluster(objects);
         let vm = validate_payload(
             &payload(
                 "CREATE",
@@ -432,7 +432,7 @@ fn a_five_megabyte_sibling_is_charged() {
         "fat",
         json!({"storage": "70Gi", "blob": "y".repeat(5 << 20)}),
     ));
-    let k8s = testing::cluster(objects);
+    let k8s = test_kit::cluster(objects);
     let v = validate_payload(
         &payload(
             "CREATE",
@@ -499,7 +499,7 @@ fn a_stored_sibling_nested_past_the_limit_is_a_sibling_problem() {
     let with = |values: Value| {
         let mut objects = objects();
         objects.push(application("VMInstance", "tenant-foo", "deep", values));
-        testing::cluster(objects)
+        test_kit::cluster(objects)
     };
     let disk = |k8s: &Fixture, settings: Value| {
         let request = payload(

@@ -17,9 +17,9 @@ use serde_json::{Value, json};
 use tenant_reservation_policy::Resources;
 use tenant_reservation_policy::quantity::{Notation, Quantity};
 use tenant_reservation_policy::settings::Settings;
-use tenant_reservation_policy::testing::{self, Fixture, application, payload, tenant};
 use tenant_reservation_policy::validate_payload;
 use tenant_reservation_policy::{Context, Verdict};
+use test_kit::{self, Fixture, application, payload, tenant};
 
 const NANO: i128 = 1_000_000_000;
 const MI: i128 = 1 << 20;
@@ -53,12 +53,12 @@ const INSTANCE_TYPES: &[&str] = &[
 ];
 
 /// The definitions and instance types, and their lists built and serialised once.
-fn lists() -> &'static testing::Trimmed {
-    static LISTS: OnceLock<testing::Trimmed> = OnceLock::new();
-    LISTS.get_or_init(|| testing::Trimmed::new(KINDS, INSTANCE_TYPES))
+fn lists() -> &'static test_kit::Trimmed {
+    static LISTS: OnceLock<test_kit::Trimmed> = OnceLock::new();
+    LISTS.get_or_init(|| test_kit::Trimmed::new(KINDS, INSTANCE_TYPES))
 }
 
-/// A cluster like `testing::cluster` whose definition and instance type lists are served
+/// A cluster like `test_kit::cluster` whose definition and instance type lists are served
 /// from [`lists`]: only the schemas and the applications' lists are made per request.
 fn cluster(objects: Vec<Value>) -> Fixture {
     lists().cluster(objects)

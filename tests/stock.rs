@@ -122,7 +122,7 @@ fn write(k8s: &Fixture, given: &Value, kind: &str, name: &str, spec: Value) -> V
 
 #[rstest]
 #[case::no_settings(json!({}))]
-#[case::shipped_settings(testing::deploy_settings())]
+#[case::shipped_settings(test_kit::deploy_settings())]
 fn the_shipped_settings_charge_a_realistic_tenant(#[case] given: Value) {
     let held = held(&given);
     // The tenant's quota leaves 2 cpu, 4Gi and 50Gi free.

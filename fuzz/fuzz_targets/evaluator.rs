@@ -17,7 +17,7 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
 use tenant_reservation_policy::Resources;
 use tenant_reservation_policy::settings::Settings;
-use tenant_reservation_policy::testing::{self, Fixture, application, payload, tenant};
+use test_kit::{self, Fixture, application, payload, tenant};
 use tenant_reservation_policy::validate_payload;
 use tenant_reservation_policy::{Context, Verdict};
 
@@ -117,7 +117,7 @@ fn pools() -> Vec<Value> {
 thread_local! {
     /// The cluster, built once per thread; a request's lookups are answered from it as the
     /// host answers them.
-    static CLUSTER: &'static Fixture = Box::leak(Box::new(testing::cluster(pools())));
+    static CLUSTER: &'static Fixture = Box::leak(Box::new(test_kit::cluster(pools())));
 }
 
 /// The cluster with one more stored object.

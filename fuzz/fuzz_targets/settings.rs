@@ -12,7 +12,7 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tenant_reservation_policy::settings::Settings;
-use tenant_reservation_policy::testing::{self, Fixture, application, payload, tenant};
+use test_kit::{self, Fixture, application, payload, tenant};
 use tenant_reservation_policy::{check_settings, validate_payload};
 
 /// Writes whose outcome settings change: device classes, presets, aliases, exemptions,
@@ -41,7 +41,7 @@ fn requests() -> &'static [Value] {
 thread_local! {
     /// The cluster, built once per thread.
     static CLUSTER: &'static Fixture = {
-        let fixture = testing::cluster(vec![
+        let fixture = test_kit::cluster(vec![
                 tenant("tenant-root", "root", json!({})),
                 tenant(
                     "tenant-root",

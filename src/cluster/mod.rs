@@ -1,7 +1,7 @@
 //! Every Kubernetes lookup the policy makes, behind one small interface.
 //!
 //! [`Kubernetes`] answers a [`Lookup`] with the raw JSON list the Kubewarden host returns;
-//! [`host::Host`] asks the host, `testing::Fixture` answers from memory (tests, the
+//! [`host::Host`] asks the host, the test kit's `Fixture` answers from memory (tests, the
 //! benchmark and the fuzzers). Parsing the answers ([`parse`]) is shared, so a fixture
 //! exercises the same code as production; [`masks`] says which fields to ask for.
 //!

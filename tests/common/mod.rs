@@ -7,12 +7,12 @@ use serde_json::{Value, json};
 pub use tenant_reservation_policy::cluster::{Kubernetes, Lookup, Source};
 pub use tenant_reservation_policy::quantity::Quantity;
 pub use tenant_reservation_policy::settings::Settings;
-pub use tenant_reservation_policy::testing::{
-    self, Fixture, application, cluster, definition, module, payload, release, stock_cluster,
-    tenant, tenant_with,
-};
 pub use tenant_reservation_policy::{
     Context, Resources, Verdict, check_settings, validate_payload,
+};
+pub use test_kit::{
+    self, Fixture, application, cluster, definition, module, payload, release, stock_cluster,
+    tenant, tenant_with,
 };
 
 pub fn q(s: &str) -> Quantity {

@@ -25,7 +25,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tenant_reservation_policy::testing;
 
 /// Applications per tenant (the last tenant of the cluster may hold fewer).
 pub const APPS_PER_TENANT: usize = 20;
@@ -564,7 +563,7 @@ pub fn generate(shape: Shape, defaults: &Defaults) -> Cluster {
         };
         let spec = merged(&defaults.tenant, json!({"resourceQuotas": quotas}));
         objects.push(served(
-            testing::tenant_with(&tenant.namespace, &tenant.name, spec),
+            test_kit::tenant_with(&tenant.namespace, &tenant.name, spec),
             (1 << 24) + t,
         ));
     }
@@ -582,14 +581,14 @@ pub fn generate(shape: Shape, defaults: &Defaults) -> Cluster {
             }
             let values = defaults.values(kind, n, shape.variant);
             objects.push(served(
-                testing::application(kind.name(), &tenant.owns, &kind.app_name(n), values),
+                test_kit::application(kind.name(), &tenant.owns, &kind.app_name(n), values),
                 serial,
             ));
             serial += 1;
         }
     }
-    objects.extend(testing::definitions());
-    objects.extend(testing::instance_types());
+    objects.extend(test_kit::definitions());
+    objects.extend(test_kit::instance_types());
 
     let pool_namespaces: BTreeSet<String> = tenants
         .iter()
@@ -602,8 +601,8 @@ pub fn generate(shape: Shape, defaults: &Defaults) -> Cluster {
         .max_by_key(|t| t.level)
         .map(|t| t.owns.clone())
         .expect("the pool has a root");
-    let settings = testing::deploy_settings();
-    let create = testing::payload(
+    let settings = test_kit::deploy_settings();
+    let create = test_kit::payload(
         "CREATE",
         SUBJECT_KIND,
         &create_namespace,
@@ -616,7 +615,7 @@ pub fn generate(shape: Shape, defaults: &Defaults) -> Cluster {
     let old = defaults.vm_values(0, shape.variant);
     let mut grown = old.clone();
     grown["instanceType"] = json!("u1.large");
-    let update = testing::payload(
+    let update = test_kit::payload(
         "UPDATE",
         SUBJECT_KIND,
         POOL_NAMESPACE,
@@ -755,7 +754,7 @@ mod tests {
         for (cluster, pool) in [(1000, 20), (2000, 1000), (1000, 1000)] {
             for variant in [Variant::Same, Variant::Distinct] {
                 let c = generate(shape(cluster, pool, variant), &d);
-                let fixture = testing::Fixture::new(c.objects.clone());
+                let fixture = test_kit::Fixture::new(c.objects.clone());
                 for payload in [&c.create, &c.update] {
                     fixture.forget_calls();
                     let verdict = validate_payload(payload, &fixture);
@@ -815,7 +814,7 @@ mod tests {
         let d = Defaults::load();
         let count_distinct = |variant| {
             let c = generate(shape(1000, 1000, variant), &d);
-            let fixture = testing::Fixture::new(c.objects.clone());
+            let fixture = test_kit::Fixture::new(c.objects.clone());
             assert!(validate_payload(&c.create, &fixture).allowed);
             let masks = fixture
                 .calls()

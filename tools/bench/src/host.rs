@@ -28,7 +28,6 @@ use replay_runner::{Answer, Answerer, CallbackRequestType, KubernetesCall};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tenant_reservation_policy::cluster::{Kubernetes, Lookup};
-use tenant_reservation_policy::testing;
 
 /// The API server's objects, indexed as its watch cache is: by namespace.
 pub struct ApiServer {
@@ -452,7 +451,7 @@ impl Frozen {
 
 impl Kubernetes for Frozen {
     fn list(&self, lookup: &Lookup, field_masks: &BTreeSet<String>) -> Result<Vec<u8>, String> {
-        let query = testing::list_query(lookup);
+        let query = test_kit::list_query(lookup);
         let key = (query, field_masks.clone());
         if let Some(bytes) = self.answers.borrow().get(&key) {
             return Ok(bytes.to_vec());
@@ -477,20 +476,20 @@ mod tests {
 
     fn api() -> Arc<ApiServer> {
         let mut objects = vec![
-            testing::tenant("tenant-root", "a", json!({"cpu": "4"})),
-            testing::tenant("tenant-root", "b", json!({})),
-            testing::application("Postgres", "tenant-a", "db", json!({"size": "1Gi"})),
-            testing::application("Postgres", "tenant-b", "db", json!({"size": "2Gi"})),
+            test_kit::tenant("tenant-root", "a", json!({"cpu": "4"})),
+            test_kit::tenant("tenant-root", "b", json!({})),
+            test_kit::application("Postgres", "tenant-a", "db", json!({"size": "1Gi"})),
+            test_kit::application("Postgres", "tenant-b", "db", json!({"size": "2Gi"})),
         ];
         objects[2]["status"] = json!({"history": ["a long status the masks drop"]});
-        objects.extend(testing::definitions());
+        objects.extend(test_kit::definitions());
         Arc::new(ApiServer::new(objects).unwrap())
     }
 
     #[test]
     fn one_reflector_per_key_opened_once_masks_applied_when_opened() {
         let mut host = HostModel::new(api());
-        let apps = testing::list_query(&Lookup::Applications {
+        let apps = test_kit::list_query(&Lookup::Applications {
             namespace: "tenant-a".into(),
         });
         let masks: BTreeSet<String> = ["metadata.name".into(), "spec.values.size".into()].into();
@@ -504,7 +503,7 @@ mod tests {
         assert_eq!(host.request.calls, 2);
         // Another mask set is another reflector, as is another namespace.
         host.serve(&apps, None).unwrap();
-        let b = testing::list_query(&Lookup::Applications {
+        let b = test_kit::list_query(&Lookup::Applications {
             namespace: "tenant-b".into(),
         });
         host.serve(&b, Some(&masks)).unwrap();
@@ -549,7 +548,7 @@ mod tests {
                 namespace: "tenant-root".into(),
             },
         ] {
-            let query = testing::list_query(&lookup);
+            let query = test_kit::list_query(&lookup);
             let masks = fixed_masks(&lookup);
             let served: Value =
                 serde_json::from_slice(&host.serve(&query, Some(&masks)).unwrap()).unwrap();
@@ -565,7 +564,7 @@ mod tests {
     #[test]
     fn the_request_fingerprint_follows_the_calls() {
         let mut host = HostModel::new(api());
-        let defs = testing::list_query(&Lookup::Definitions);
+        let defs = test_kit::list_query(&Lookup::Definitions);
         let masks = fixed_masks(&Lookup::Definitions);
         let run = |host: &mut HostModel, twice: bool| {
             host.begin_request();

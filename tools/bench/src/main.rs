@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use serde_json::{Value, json};
-use tenant_reservation_policy::{testing, validate_payload};
+use tenant_reservation_policy::validate_payload;
 
 use cluster::{Cluster, Defaults, Shape, Variant};
 use host::{ApiServer, Frozen, HostModel, Reflectors, RequestStats, Served, SharedHost, Source};
@@ -239,11 +239,11 @@ fn shared(api: &Arc<ApiServer>) -> SharedHost {
 fn sweep(c: &Cluster, api: &Arc<ApiServer>, defaults: &Defaults) -> Sweep {
     let start = Instant::now();
     let k8s = Frozen::new(HostModel::new(api.clone()));
-    let settings = testing::deploy_settings();
+    let settings = test_kit::deploy_settings();
     let mut values = defaults.vm_values(0, Variant::Same);
     values["instanceType"] = json!("u1.small");
     for t in &c.tenants {
-        let payload = testing::payload(
+        let payload = test_kit::payload(
             "CREATE",
             cluster::SUBJECT_KIND,
             &t.owns,

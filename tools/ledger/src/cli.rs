@@ -125,7 +125,7 @@ fn open(args: &LedgerArgs, err: &mut dyn Write) -> Result<Box<dyn Kubernetes>> {
             for warning in state::missing(&store) {
                 writeln!(err, "warning: {}: {warning}", path.display())?;
             }
-            Ok(Box::new(state::cluster(store)))
+            Ok(Box::new(state::Stored(store)))
         }
         None => Ok(Box::new(live::Live::connect(
             args.kubeconfig.as_deref(),

@@ -15,7 +15,8 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::Value;
 use tenant_reservation_policy::cluster::{Kubernetes, Lookup};
-use tenant_reservation_policy::testing::list_query;
+
+use crate::state::Stored;
 
 /// Items per LIST page: a large cluster's HelmReleases come in several pages.
 const PAGE: u32 = 500;
@@ -105,10 +106,7 @@ impl Kubernetes for Live {
         // shapes the answer exactly as the host does.
         let store = ObjectStore::new(items)
             .map_err(|e| format!("{}: the cluster's answer: {e}", lookup.describe()))?;
-        let answer = store
-            .list(&list_query(lookup), Some(field_masks))
-            .map_err(|e| format!("{}: {e}", lookup.describe()))?;
-        serde_json::to_vec(&answer).map_err(|e| e.to_string())
+        Stored(store).list(lookup, field_masks)
     }
 }
 

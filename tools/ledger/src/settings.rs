@@ -9,10 +9,13 @@ use serde::Deserialize;
 use serde_json::Value;
 use tenant_reservation_policy::settings::Settings;
 
+/// The ClusterAdmissionPolicy this project ships.
+const SHIPPED: &str = include_str!("../../../deploy/clusteradmissionpolicy.yaml");
+
 /// The settings, as the JSON object the policy receives.
 pub fn load(path: Option<&Path>) -> Result<Value> {
     let Some(path) = path else {
-        return Ok(tenant_reservation_policy::testing::deploy_settings());
+        return from_text(SHIPPED).context("deploy/clusteradmissionpolicy.yaml");
     };
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read settings file {}", path.display()))?;

@@ -6,19 +6,43 @@
 
 use std::path::Path;
 
+use std::collections::BTreeSet;
+
 use anyhow::Result;
-use host_sim::ObjectStore;
-use tenant_reservation_policy::cluster::{APPLICATION_DEFINITION, HELM_RELEASE};
-use tenant_reservation_policy::testing::Fixture;
+use host_sim::{ListQuery, ObjectStore};
+use tenant_reservation_policy::cluster::{
+    APPLICATION_DEFINITION, HELM_RELEASE, Kubernetes, Lookup,
+};
 
 /// The objects of a cluster-state file or a kubectl dump.
 pub fn load(path: &Path) -> Result<ObjectStore> {
     replay_runner::cluster::from_file(path)
 }
 
-/// The cluster `store` holds, answering the policy's lookups.
-pub fn cluster(store: ObjectStore) -> Fixture {
-    Fixture::from_store(store)
+/// A cluster held in memory: the policy's lookups answered from a store as the host answers
+/// them (selectors, field masks, the list envelope).
+pub struct Stored(pub ObjectStore);
+
+impl Kubernetes for Stored {
+    fn list(&self, lookup: &Lookup, field_masks: &BTreeSet<String>) -> Result<Vec<u8>, String> {
+        let answer = self
+            .0
+            .list(&list_query(lookup), Some(field_masks))
+            .map_err(|e| format!("{}: {e}", lookup.describe()))?;
+        serde_json::to_vec(&answer).map_err(|e| e.to_string())
+    }
+}
+
+/// The host's list request for `lookup`: its resource, namespace and selectors.
+pub fn list_query(lookup: &Lookup) -> ListQuery {
+    let (api_version, kind) = lookup.resource();
+    let mut query = match lookup.namespace() {
+        Some(namespace) => ListQuery::in_namespace(api_version, kind, namespace),
+        None => ListQuery::all(api_version, kind),
+    };
+    query.label_selector = lookup.label_selector();
+    query.field_selector = lookup.field_selector();
+    query
 }
 
 /// What a dump that cannot give a ledger lacks: a dump of the wrong resources is the common

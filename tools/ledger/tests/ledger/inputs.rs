@@ -12,7 +12,7 @@ use ledger::{settings, state};
 pub fn ledger_of(path: &std::path::Path) -> Ledger {
     let settings =
         settings::parse(&settings::load(Some(&example().join("settings.json"))).unwrap()).unwrap();
-    ledger(&settings, &state::cluster(state::load(path).unwrap()), 3).unwrap()
+    ledger(&settings, &state::Stored(state::load(path).unwrap()), 3).unwrap()
 }
 
 /// The example's objects as `kubectl get ... -A -o json` prints them.

@@ -156,7 +156,7 @@ fn namespaced_lookups_pass_their_selectors_and_masks_apply() {
     );
 
     // The same answer the cluster-state file gives.
-    let from_state = state::cluster(state::load(&example().join("cluster.yaml")).unwrap());
+    let from_state = state::Stored(state::load(&example().join("cluster.yaml")).unwrap());
     let expected: Value =
         serde_json::from_slice(&from_state.list(&lookup, &fixed_masks(&lookup)).unwrap()).unwrap();
     assert_eq!(answer["items"], expected["items"]);

@@ -7,8 +7,8 @@ use std::process::Command;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tenant_reservation_policy::testing::Fixture;
 use tenant_reservation_policy::validate_payload;
+use test_kit::Fixture;
 
 use crate::common::*;
 use ledger::cli::{LedgerArgs, Output};
@@ -136,7 +136,7 @@ fn a_helm_release_manifest_is_the_application_it_stores() {
         .clone();
     release["spec"]["values"]["instanceType"] = json!("u1.2xlarge");
     let settings = json!({});
-    let k8s = state::cluster(store);
+    let k8s = state::Stored(store);
     let from_release = what_if::decide(&release, &settings, &k8s).unwrap();
     let application = json!({
         "apiVersion": "apps.cozystack.io/v1alpha1", "kind": "VMInstance",

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use host_sim::{ListQuery, ObjectStore, Order};
 use serde_json::Value;
 
-use crate::cluster::{Kubernetes, Lookup, Source};
+use tenant_reservation_policy::cluster::{Kubernetes, Lookup, Source};
 
 #[derive(Clone)]
 pub struct Fixture {

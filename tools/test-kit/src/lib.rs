@@ -1,9 +1,9 @@
-//! Test support, shared by the unit and integration tests, the fuzzers, the scenario
-//! generator and the benchmark (feature `fixtures`; never in `policy.wasm`):
+//! The policy's test kit, shared by its integration tests, the fuzzers, the scenario
+//! generator and the bench (a dev-dependency: never in `policy.wasm` nor in the ledger):
 //! - real Cozystack shapes: the in-tree ApplicationDefinitions with the proposed
 //!   reservation blocks, the shipped instance types;
 //! - builders for stored applications, tenants and admission requests;
-//! - [`Fixture`]: the in-memory implementation of the [`crate::cluster::Kubernetes`] seam.
+//! - [`Fixture`]: the in-memory implementation of the [`tenant_reservation_policy::cluster::Kubernetes`] seam.
 
 mod cluster;
 
@@ -14,46 +14,46 @@ use std::sync::OnceLock;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::keys::{GROUP_LABEL, KIND_LABEL, NAME_LABEL, TENANT_MODULE_LABEL};
+use tenant_reservation_policy::keys::{GROUP_LABEL, KIND_LABEL, NAME_LABEL, TENANT_MODULE_LABEL};
 
 const DEFINITIONS: &[&str] = &[
-    include_str!("../../test_data/reference/applicationdefinitions/bootbox.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/bucket.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/clickhouse.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/computeplane.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/etcd.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/external-dns.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/foundationdb.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/harbor.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/http-cache.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/info.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/ingress.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/kafka.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/kubernetes-nodes.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/kubernetes.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/mariadb.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/mongodb.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/monitoring.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/nats.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/openbao.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/opensearch.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/postgres.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/qdrant.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/rabbitmq.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/redis.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/seaweedfs.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/tcp-balancer.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/tenant.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/virtualprivatecloud.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/vm-disk.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/vm-instance.yaml"),
-    include_str!("../../test_data/reference/applicationdefinitions/vpn.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/bootbox.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/bucket.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/clickhouse.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/computeplane.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/etcd.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/external-dns.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/foundationdb.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/harbor.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/http-cache.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/info.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/ingress.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/kafka.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/kubernetes-nodes.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/kubernetes.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/mariadb.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/mongodb.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/monitoring.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/nats.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/openbao.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/opensearch.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/postgres.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/qdrant.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/rabbitmq.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/redis.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/seaweedfs.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/tcp-balancer.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/tenant.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/virtualprivatecloud.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/vm-disk.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/vm-instance.yaml"),
+    include_str!("../../../test_data/reference/applicationdefinitions/vpn.yaml"),
 ];
 /// The ClusterAdmissionPolicy this project ships: its settings carry every kind's block.
-const DEPLOY: &str = include_str!("../../deploy/clusteradmissionpolicy.yaml");
+const DEPLOY: &str = include_str!("../../../deploy/clusteradmissionpolicy.yaml");
 const INSTANCE_TYPES: &[&str] = &[
-    include_str!("../../test_data/reference/instancetypes/templates_instancetypes.yaml"),
-    include_str!("../../test_data/reference/instancetypes/templates_extra-instancetypes.yaml"),
+    include_str!("../../../test_data/reference/instancetypes/templates_instancetypes.yaml"),
+    include_str!("../../../test_data/reference/instancetypes/templates_extra-instancetypes.yaml"),
 ];
 
 fn yaml_documents(text: &str) -> Vec<Value> {
@@ -81,7 +81,7 @@ pub fn deploy_settings() -> Value {
 
 /// The reservation block of each kind this project ships: the built-in defaults.
 pub fn reservations() -> serde_json::Map<String, Value> {
-    crate::builtin::reservations()
+    tenant_reservation_policy::builtin::reservations()
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
@@ -262,7 +262,7 @@ impl Trimmed {
             serde_json::to_vec(&fixture.list_value(&lookup, None)).expect("a list serialises")
         };
         Trimmed {
-            definitions: list(crate::cluster::Lookup::Definitions),
+            definitions: list(tenant_reservation_policy::cluster::Lookup::Definitions),
             // Every one for each asked by name: the policy picks its own out of a list.
             instance_types: serde_json::to_vec(&serde_json::json!({ "items": types }))
                 .expect("a list serialises"),
@@ -272,7 +272,7 @@ impl Trimmed {
 
     /// A cluster holding these definitions and instance types, and `objects`.
     pub fn cluster(&self, objects: Vec<Value>) -> Fixture {
-        use crate::cluster::Source;
+        use tenant_reservation_policy::cluster::Source;
         Fixture::new(self.objects.iter().cloned().chain(objects).collect())
             .answering(Source::Definitions, Ok(self.definitions.clone()))
             .answering(Source::InstanceTypes, Ok(self.instance_types.clone()))
