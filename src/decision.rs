@@ -9,95 +9,10 @@
 //!   (`carved out + reserved`) may not grow past the budget; and a declaration that is lowered
 //!   or new must cover what the child's subtree already holds.
 
-use std::collections::BTreeMap;
-
 use crate::keys::{plural, show};
-use crate::pool::Carved;
+use crate::pool::Standing;
 use crate::quantity::Quantity;
 use crate::resources::{Overflow, Resources};
-
-/// How many of a pool's largest holders a message names.
-pub const LARGEST_SHOWN: usize = 3;
-
-/// What the applications of a pool reserve, how many hold each key, and the largest holders.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Usage {
-    pub reserved: Resources,
-    pub holders: BTreeMap<String, usize>,
-    /// Per key, the largest holders (largest first, then by label), at most `keep`.
-    pub largest: BTreeMap<String, Vec<(Quantity, String)>>,
-    keep: usize,
-}
-
-impl Default for Usage {
-    fn default() -> Self {
-        Usage::keeping(LARGEST_SHOWN)
-    }
-}
-
-impl Usage {
-    /// An empty usage that keeps the `keep` largest holders of each key.
-    pub fn keeping(keep: usize) -> Self {
-        Usage {
-            reserved: Resources::new(),
-            holders: BTreeMap::new(),
-            largest: BTreeMap::new(),
-            keep,
-        }
-    }
-
-    /// One holder's reservation of `key`; `holder` names it (called only when it may be
-    /// among the largest).
-    pub fn add_key(
-        &mut self,
-        key: &str,
-        q: Quantity,
-        holder: impl FnOnce() -> String,
-    ) -> Result<(), Overflow> {
-        self.reserved.add(key, q)?;
-        if !q.is_positive() {
-            return Ok(());
-        }
-        match self.holders.get_mut(key) {
-            Some(holders) => *holders += 1,
-            None => {
-                self.holders.insert(key.to_string(), 1);
-            }
-        }
-        let largest = match self.largest.get_mut(key) {
-            Some(largest) => largest,
-            None => self.largest.entry(key.to_string()).or_default(),
-        };
-        if self.keep == 0
-            || largest.len() == self.keep && largest.last().is_some_and(|(last, _)| q < *last)
-        {
-            return Ok(());
-        }
-        let label = holder();
-        let ahead = |(other, other_label): &(Quantity, String)| {
-            *other > q || (*other == q && *other_label <= label)
-        };
-        let at = largest.partition_point(ahead);
-        if at < self.keep {
-            largest.insert(at, (q, label));
-            largest.truncate(self.keep);
-        }
-        Ok(())
-    }
-
-    /// `(reserved, holders)` of `key`.
-    pub fn of(&self, key: &str) -> (Quantity, usize) {
-        (
-            self.reserved.get(key),
-            self.holders.get(key).copied().unwrap_or(0),
-        )
-    }
-
-    /// The largest holders of `key`.
-    pub fn largest(&self, key: &str) -> &[(Quantity, String)] {
-        self.largest.get(key).map_or(&[], Vec::as_slice)
-    }
-}
 
 /// The keys on which `new` grows over `old` (every key of `new` on CREATE), with the growth.
 pub fn growth(new: &Resources, old: Option<&Resources>) -> Vec<(String, Quantity)> {
@@ -125,53 +40,31 @@ pub struct Record {
 }
 
 impl Record {
-    pub fn of(standing: &Standing<'_>, growth: Quantity, fits: bool) -> Record {
+    pub fn of(standing: &Standing, growth: Quantity, fits: bool) -> Record {
         Record {
-            pool: standing.pool.to_string(),
-            key: standing.key.to_string(),
+            pool: standing.pool.clone(),
+            key: standing.key.clone(),
             budget: standing.budget,
             carved: standing.carved.total,
-            reserved: standing.reserved.0,
+            reserved: standing.reserved,
             growth,
             fits,
         }
     }
 }
 
-/// One key of one pool as a check reads it.
-#[derive(Clone, Copy, Debug)]
-pub struct Standing<'a> {
-    pub pool: &'a str,
-    pub key: &'a str,
-    pub budget: Quantity,
-    pub carved: Carved,
-    /// What the pool's applications reserve (the one written excluded), and how many hold it.
-    pub reserved: (Quantity, usize),
-    /// The largest of them.
-    pub largest: &'a [(Quantity, String)],
-}
-
 /// An application's write of `wanted` (`growth` more than before; `update`: it existed): the
 /// violation, or `None` when it fits.
 pub fn application_violation(
-    standing: &Standing<'_>,
+    standing: &Standing,
     wanted: Quantity,
     growth: Quantity,
     update: bool,
 ) -> Option<String> {
-    let Standing {
-        pool,
-        key,
-        budget,
-        carved,
-        reserved: (reserved, _),
-        ..
-    } = *standing;
+    let (pool, key) = (&standing.pool, standing.key.as_str());
     // i128 nano-units: these sums of validated quantities cannot overflow in practice, and
     // if they ever did the write is refused rather than admitted.
-    let over = budget
-        .checked_sub(carved.total)
-        .and_then(|limit| reserved.checked_add(wanted)?.checked_sub(limit));
+    let over = standing.past_budget_with(wanted).ok();
     if over.is_some_and(|over| !over.is_positive()) {
         return None;
     }
@@ -200,11 +93,11 @@ fn by(key: &str, over: Option<Quantity>) -> String {
 }
 
 /// A Tenant declaration, on one key of a pool above it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Declaration<'a> {
     /// The pool after the write: the other carve-outs, and the reservations of its member
     /// applications (the modules apart).
-    pub after: Standing<'a>,
+    pub after: Standing,
     /// The pool's load before the write: carve-outs and reservations.
     pub load_before: Quantity,
     /// What the child declares now and declared before, for the key.
@@ -222,7 +115,7 @@ impl Declaration<'_> {
         let modules = self.modules.map_or(Quantity::ZERO, |(_, q)| q);
         [
             self.after.carved.total,
-            self.after.reserved.0,
+            self.after.reserved,
             self.declared.unwrap_or(Quantity::ZERO),
             modules,
         ]
@@ -235,7 +128,8 @@ impl Declaration<'_> {
 pub fn declaration_violation(d: &Declaration<'_>) -> Result<Option<String>, Overflow> {
     let Standing {
         pool, key, budget, ..
-    } = d.after;
+    } = &d.after;
+    let (key, budget) = (key.as_str(), *budget);
     let load_after = d.load_after().ok_or(Overflow)?;
     if load_after <= d.load_before || load_after <= budget {
         return Ok(None);
@@ -337,15 +231,18 @@ pub fn handback_violation(h: &Holding<'_>) -> Result<Option<String>, Overflow> {
 }
 
 /// `budget B, C carved out by n sub-tenants, reserved R by m applications, available A`.
-pub fn figures(standing: &Standing<'_>) -> String {
+pub fn figures(standing: &Standing) -> String {
     let Standing {
         key,
         budget,
         carved,
-        reserved: (reserved, holders),
+        reserved,
+        holders,
         largest,
         ..
-    } = *standing;
+    } = standing;
+    let (key, budget, carved, reserved, holders) =
+        (key.as_str(), *budget, *carved, *reserved, *holders);
     let mut figures = vec![format!("budget {}", show(key, budget))];
     if !carved.total.is_zero() {
         figures.push(format!(
@@ -368,18 +265,15 @@ pub fn figures(standing: &Standing<'_>) -> String {
         held.push_str(&format!(" (largest: {})", named.join(", ")));
     }
     figures.push(held);
-    let available = budget
-        .checked_sub(carved.total)
-        .and_then(|l| l.checked_sub(reserved))
-        .unwrap_or(Quantity::ZERO);
-    if available.nanos() < 0 {
-        let over = available.nanos().checked_neg().map_or_else(
-            || "more than can be shown".to_string(),
-            |n| show(key, Quantity::from_nanos(n)),
-        );
-        figures.push(format!("available 0 (over budget by {over})"));
-    } else {
-        figures.push(format!("available {}", show(key, available)));
+    match (standing.left(), standing.over_budget()) {
+        (Ok(left), Ok(None)) => figures.push(format!("available {}", show(key, left))),
+        (Ok(_), Ok(Some(over))) => {
+            figures.push(format!("available 0 (over budget by {})", show(key, over)))
+        }
+        (Ok(_), Err(_)) => {
+            figures.push("available 0 (over budget by more than can be shown)".to_string())
+        }
+        (Err(_), _) => figures.push(format!("available {}", show(key, Quantity::ZERO))),
     }
     figures.join(", ")
 }
@@ -387,24 +281,21 @@ pub fn figures(standing: &Standing<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pool::{Carved, Usage};
 
     fn q(s: &str) -> Quantity {
         Quantity::parse(s).unwrap()
     }
 
-    fn standing<'a>(
-        pool: &'a str,
-        key: &'a str,
-        budget: &str,
-        reserved: (&str, usize),
-    ) -> Standing<'a> {
+    fn standing(pool: &str, key: &str, budget: &str, reserved: (&str, usize)) -> Standing {
         Standing {
-            pool,
-            key,
+            pool: pool.into(),
+            key: key.into(),
             budget: q(budget),
             carved: Carved::default(),
-            reserved: (q(reserved.0), reserved.1),
-            largest: &[],
+            reserved: q(reserved.0),
+            holders: reserved.1,
+            largest: Vec::new(),
         }
     }
 
@@ -465,7 +356,7 @@ mod tests {
             .unwrap();
         assert_eq!(usage.of("memory"), (q("19Gi"), 5));
         let standing = Standing {
-            largest: usage.largest("memory"),
+            largest: usage.largest("memory").to_vec(),
             ..standing("tenant-foo", "memory", "16Gi", ("19Gi", 5))
         };
         assert_eq!(
@@ -502,7 +393,7 @@ mod tests {
             ..standing("tenant-a", "cpu", "10", ("2", 2))
         };
         let d = Declaration {
-            after,
+            after: after.clone(),
             load_before: q("6"),
             declared: Some(q("6")),
             previous: Some(q("2")),
@@ -514,22 +405,23 @@ mod tests {
         );
         let within = Declaration {
             declared: Some(q("4")),
-            ..d
+            ..d.clone()
         };
         assert_eq!(declaration_violation(&within).unwrap(), None);
         // An overcommitted pool whose load does not grow passes.
         let no_growth = Declaration {
             load_before: q("20"),
-            ..d
+            ..d.clone()
         };
         assert_eq!(declaration_violation(&no_growth).unwrap(), None);
         let dropped = Declaration {
             declared: None,
             after: Standing {
-                reserved: (q("9"), 3),
-                ..after
+                reserved: q("9"),
+                holders: 3,
+                ..after.clone()
             },
-            ..d
+            ..d.clone()
         };
         let switched_on = Declaration {
             declared: None,
@@ -537,8 +429,9 @@ mod tests {
             load_before: q("8"),
             modules: Some(("Etcd tenant-a-x/etcd", q("3500m"))),
             after: Standing {
-                reserved: (q("5500m"), 2),
-                ..after
+                reserved: q("5500m"),
+                holders: 2,
+                ..after.clone()
             },
         };
         assert_eq!(

@@ -2,18 +2,17 @@
 //! carve out, what its applications reserve, what is left, and its largest holders.
 //!
 //! The same evaluation as an admission ([`Context`]: definitions, charges, pools), over the
-//! whole cluster read at once. A write of an application fits exactly when, for every key it
-//! grows, its growth is at most that key's [`PoolLine::available`] (`tests/ledger.rs` holds
-//! the policy to it).
+//! whole cluster read at once, and the same [`Standing`] a check reads. A write of an
+//! application fits exactly when, for every key it grows, its growth is at most that key's
+//! [`Standing::available`] (`tests/ledger.rs` holds the policy to it).
 
 use kubewarden_policy_sdk::settings::Validatable;
 use serde_json::{Value, json};
 
 use crate::cluster::Kubernetes;
 use crate::context::{Context, ContextError};
-use crate::decision::Usage;
 use crate::keys::show;
-use crate::pool::Pool;
+use crate::pool::{Pool, Standing, Usage};
 use crate::quantity::Quantity;
 use crate::settings::Settings;
 
@@ -26,28 +25,13 @@ pub struct Ledger {
     pub warnings: Vec<String>,
 }
 
-/// One key of one pool, in exact quantities.
+/// One key of one pool: its standing, and what it holds that cannot be counted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PoolLine {
-    /// The pool's name: the namespace its root tenant owns.
-    pub pool: String,
-    pub key: String,
-    pub budget: Quantity,
-    /// What the bounded sub-tenants carved out of the pool declare for the key.
-    pub carved: Quantity,
-    pub carved_by: usize,
-    /// What the pool's applications reserve of the key.
-    pub reserved: Quantity,
-    pub reserved_by: usize,
-    /// `budget - carved - reserved`, or zero when that is negative: the most an application
-    /// write may grow the key by.
+    pub standing: Standing,
+    /// `available` and `over_budget` of the standing, computed once for the table.
     pub available: Quantity,
-    /// By how much `carved + reserved` exceeds the budget (`None`: it does not).
     pub over_budget: Option<Quantity>,
-    /// The sub-tenants alone declare more than the budget.
-    pub overcommitted: bool,
-    /// The largest holders, largest first: (application, its charge of the key).
-    pub largest: Vec<(String, Quantity)>,
     /// The pool's objects that cannot be evaluated (counted as zero), by label and reason.
     pub unevaluable: Vec<String>,
     /// The namespaces whose applications the pool holds.
@@ -113,39 +97,14 @@ fn line(context: &Context<'_>, pool: &Pool<'_>, holders: usize) -> Result<PoolLi
     )?;
     let mut unevaluable = problems.applications;
     unevaluable.extend(problems.modules);
-    let carved = pool
-        .carved(None, &mut unevaluable)
-        .map_err(|_| overflow())?;
     let budget = pool.budget().unwrap_or(Quantity::ZERO);
-    let (reserved, reserved_by) = usage.of(&pool.key);
-    let left = budget
-        .checked_sub(carved.total)
-        .and_then(|l| l.checked_sub(reserved))
-        .ok_or_else(overflow)?;
-    let over_budget = (left.nanos() < 0)
-        .then(|| left.nanos().checked_neg().map(Quantity::from_nanos))
-        .map(|over| over.ok_or_else(overflow))
-        .transpose()?;
+    let standing = pool
+        .standing(budget, None, &usage, &mut unevaluable)
+        .map_err(|_| overflow())?;
     Ok(PoolLine {
-        pool: pool.name().to_string(),
-        key: pool.key.clone(),
-        budget,
-        carved: carved.total,
-        carved_by: carved.by,
-        reserved,
-        reserved_by,
-        available: if left.nanos() < 0 {
-            Quantity::ZERO
-        } else {
-            left
-        },
-        over_budget,
-        overcommitted: carved.total > budget,
-        largest: usage
-            .largest(&pool.key)
-            .iter()
-            .map(|(q, label)| (label.clone(), *q))
-            .collect(),
+        available: standing.available().map_err(|_| overflow())?,
+        over_budget: standing.over_budget().map_err(|_| overflow())?,
+        standing,
         unevaluable,
         namespaces: pool.members.iter().map(|m| m.to_string()).collect(),
     })
@@ -154,23 +113,24 @@ fn line(context: &Context<'_>, pool: &Pool<'_>, holders: usize) -> Result<PoolLi
 impl PoolLine {
     /// A quantity of this line's key as the policy prints it (`16Gi`, `1500m`).
     pub fn show(&self, q: Quantity) -> String {
-        show(&self.key, q)
+        show(&self.standing.key, q)
     }
 
     /// The line for scripts: every quantity as the policy prints it.
     pub fn to_json(&self) -> Value {
+        let s = &self.standing;
         json!({
-            "pool": self.pool,
-            "key": self.key,
-            "budget": self.show(self.budget),
-            "carved": self.show(self.carved),
-            "carvedBy": self.carved_by,
-            "reserved": self.show(self.reserved),
-            "reservedBy": self.reserved_by,
+            "pool": s.pool,
+            "key": s.key,
+            "budget": self.show(s.budget),
+            "carved": self.show(s.carved.total),
+            "carvedBy": s.carved.by,
+            "reserved": self.show(s.reserved),
+            "reservedBy": s.holders,
             "available": self.show(self.available),
             "overBudget": self.over_budget.map(|q| self.show(q)),
-            "overcommitted": self.overcommitted,
-            "largest": self.largest.iter().map(|(application, charge)| json!({
+            "overcommitted": s.overcommitted(),
+            "largest": s.largest.iter().map(|(charge, application)| json!({
                 "application": application,
                 "charge": self.show(*charge),
             })).collect::<Vec<_>>(),

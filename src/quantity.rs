@@ -75,6 +75,10 @@ impl Quantity {
         self.0 > 0
     }
 
+    pub fn is_negative(self) -> bool {
+        self.0 < 0
+    }
+
     pub fn checked_add(self, other: Quantity) -> Option<Quantity> {
         self.0.checked_add(other.0).map(Quantity)
     }

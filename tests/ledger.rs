@@ -18,10 +18,10 @@ fn the_ledger_shows_each_pool_and_key_with_its_holders() {
         .iter()
         .map(|l| {
             (
-                l.pool.clone(),
-                l.key.clone(),
-                l.show(l.budget),
-                l.show(l.reserved),
+                l.standing.pool.clone(),
+                l.standing.key.clone(),
+                l.show(l.standing.budget),
+                l.show(l.standing.reserved),
                 l.show(l.available),
             )
         })
@@ -40,14 +40,17 @@ fn the_ledger_shows_each_pool_and_key_with_its_holders() {
     );
     let memory = &ledger.pools[1];
     assert_eq!(
-        (memory.carved_by, memory.show(memory.carved)),
+        (
+            memory.standing.carved.by,
+            memory.show(memory.standing.carved.total)
+        ),
         (1, "4Gi".into())
     );
     assert_eq!(
-        memory.largest,
+        memory.standing.largest,
         [
-            ("VMInstance tenant-foo/vm3".to_string(), q("8Gi")),
-            ("VMInstance tenant-foo/vm1".to_string(), q("4Gi")),
+            (q("8Gi"), "VMInstance tenant-foo/vm3".to_string()),
+            (q("4Gi"), "VMInstance tenant-foo/vm1".to_string()),
         ]
     );
     assert_eq!(ledger.pools[2].namespaces, ["tenant-foo", "tenant-foo-dev"]);
@@ -93,8 +96,8 @@ mod agreement {
     use tenant_reservation_policy::ledger::{Ledger, PoolLine, ledger};
     use tenant_reservation_policy::quantity::Quantity;
     use tenant_reservation_policy::settings::Settings;
-    use tenant_reservation_policy::testing::{self, Fixture, application, module, release, tenant};
     use tenant_reservation_policy::{Verdict, validate_payload};
+    use test_kit::{self, Fixture, application, module, release, tenant};
 
     /// What one case came to.
     #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -175,7 +178,7 @@ mod agreement {
     fn apply(objects: &[Value], subject: &Subject) -> Vec<Value> {
         // The cluster's own definition of the kind, else the reference one (the generated
         // cases keep the definitions apart).
-        let reference = testing::definitions();
+        let reference = test_kit::definitions();
         let prefix = objects
             .iter()
             .chain(&reference)
@@ -208,10 +211,11 @@ mod agreement {
 
     /// What `line` holds for `label` (its charge of the line's key; zero when it holds none).
     fn held(line: &PoolLine, label: &str) -> Quantity {
-        line.largest
+        line.standing
+            .largest
             .iter()
-            .find(|(holder, _)| holder == label)
-            .map_or(Quantity::ZERO, |(_, q)| *q)
+            .find(|(_, holder)| holder == label)
+            .map_or(Quantity::ZERO, |(q, _)| *q)
     }
 
     /// `budget - carved - reserved`, negative when the line is over budget.
@@ -337,22 +341,27 @@ mod agreement {
             let after_line = after
                 .pools
                 .iter()
-                .find(|l| l.pool == line.pool && l.key == line.key)
+                .find(|l| {
+                    l.standing.pool == line.standing.pool && l.standing.key == line.standing.key
+                })
                 .ok_or_else(|| {
-                    format!("pool {} {}: no line after the write", line.pool, line.key)
+                    format!(
+                        "pool {} {}: no line after the write",
+                        line.standing.pool, line.standing.key
+                    )
                 })?;
             let held_before = held(line, &label);
             let new = held(after_line, &label);
             // The ledger is one evaluation: the write changes the line by what it changes.
-            if after_line.reserved.nanos() - line.reserved.nanos()
+            if after_line.standing.reserved.nanos() - line.standing.reserved.nanos()
                 != new.nanos() - held_before.nanos()
             {
                 return Err(format!(
                     "pool {} {}: reserved {} -> {} for {label} {} -> {}",
-                    line.pool,
-                    line.key,
-                    line.show(line.reserved),
-                    line.show(after_line.reserved),
+                    line.standing.pool,
+                    line.standing.key,
+                    line.show(line.standing.reserved),
+                    line.show(after_line.standing.reserved),
                     line.show(held_before),
                     line.show(new)
                 ));
@@ -367,16 +376,16 @@ mod agreement {
             if update && refused != (growth > line.available.nanos()) {
                 return Err(format!(
                     "pool {} {}: clamped and signed headroom disagree",
-                    line.pool, line.key
+                    line.standing.pool, line.standing.key
                 ));
             }
             grown.push(Grown {
-                pool: line.pool.clone(),
-                key: line.key.clone(),
+                pool: line.standing.pool.clone(),
+                key: line.standing.key.clone(),
                 growth: Quantity::from_nanos(growth),
-                others: Quantity::from_nanos(line.reserved.nanos() - held_before.nanos()),
-                budget: line.budget,
-                carved: line.carved,
+                others: Quantity::from_nanos(line.standing.reserved.nanos() - held_before.nanos()),
+                budget: line.standing.budget,
+                carved: line.standing.carved.total,
                 refused,
                 boundary: need == left(line),
             });
@@ -525,9 +534,9 @@ mod agreement {
     /// The generated cases' cluster: their objects beside the definitions and instance
     /// types, whose lists are served ready-made.
     pub fn generated_cluster(objects: Vec<Value>) -> Fixture {
-        static LISTS: OnceLock<testing::Trimmed> = OnceLock::new();
+        static LISTS: OnceLock<test_kit::Trimmed> = OnceLock::new();
         LISTS
-            .get_or_init(|| testing::Trimmed::new(KINDS, INSTANCE_TYPES))
+            .get_or_init(|| test_kit::Trimmed::new(KINDS, INSTANCE_TYPES))
             .cluster(objects)
     }
 
@@ -770,7 +779,7 @@ mod agreement {
                 ("CREATE", kind, ns, name, new_spec(kind, spec), None)
             }
         };
-        let payload = testing::payload(operation, kind, &ns, &name, spec, old, json!({}));
+        let payload = test_kit::payload(operation, kind, &ns, &name, spec, old, json!({}));
         let payload: Value = serde_json::from_slice(&payload).unwrap();
         Case {
             objects,

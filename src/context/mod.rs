@@ -25,9 +25,8 @@ use crate::charge::presets::Presets;
 use crate::charge::sizing::{InstanceTypeSize, InstanceTypes, Sizing};
 use crate::charge::{ChargeError, Governing};
 use crate::cluster::{self, Application, ClusterError, Kubernetes, Lookup};
-use crate::decision::Usage;
 use crate::keys::TENANT_KIND;
-use crate::pool::{Pool, Tenant};
+use crate::pool::{Pool, Tenant, Usage};
 use crate::resources::Resources;
 use crate::settings::Settings;
 

@@ -10,13 +10,19 @@
 //! Per key rather than per tenant: a sub-tenant that bounds only `cpu` stays in its parent's
 //! pool for `memory`, so no key escapes the budget above it.
 //!
-//! - [`tree`]: the tenants and how namespaces nest; [`quota`]: a Tenant's declared budget.
+//! - [`tree`]: the tenants and how namespaces nest; [`quota`]: a Tenant's declared budget;
+//! - [`usage`]: what a pool's applications reserve, summed;
+//! - [`standing`]: one key of one pool, computed once: budget, carved out, reserved, left.
 
 pub mod quota;
+pub mod standing;
 pub mod tree;
+pub mod usage;
 
 pub use quota::{Budget, declared_quota};
+pub use standing::Standing;
 pub use tree::{Tenancy, Tenant, is_tenant_name, owned_namespace, owner_of, stored_tenant};
+pub use usage::Usage;
 
 use crate::keys::show;
 use crate::quantity::Quantity;

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use super::{Notes, Outcome, Refusal, Subject, load_pools, pool_of, tenants_above};
 use crate::context::Context;
-use crate::decision::{self, Record, Standing};
+use crate::decision::{self, Record};
 use crate::keys::show;
 use crate::pool::Pool;
 use crate::resources::Resources;
@@ -101,20 +101,12 @@ pub(super) fn check(
     let mut problems = Vec::new();
     let mut violations = Vec::new();
     for (pool, delta, budget) in &grown {
-        let carved =
-            pool.carved(None, &mut problems)
-                .map_err(|_| Refusal::PoolCarveOutsOverflow {
-                    subject: label.clone(),
-                    pool: pool.name().to_string(),
-                })?;
-        let standing = Standing {
-            pool: pool.name(),
-            key: &pool.key,
-            budget: *budget,
-            carved,
-            reserved: usage.of(&pool.key),
-            largest: usage.largest(&pool.key),
-        };
+        let standing = pool
+            .standing(*budget, None, &usage, &mut problems)
+            .map_err(|_| Refusal::PoolCarveOutsOverflow {
+                subject: label.clone(),
+                pool: pool.name().to_string(),
+            })?;
         let violation =
             decision::application_violation(&standing, new.get(&pool.key), *delta, old.is_some());
         notes

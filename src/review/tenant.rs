@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use super::modules::{Modules, switched_on};
 use super::{Notes, Outcome, Refusal, Subject, load_pools, pool_of, tenants_above};
 use crate::context::Context;
-use crate::decision::{self, Declaration, Holding, Record, Standing};
+use crate::decision::{self, Declaration, Holding, Record};
 use crate::keys::{
     GPU_ALL_CLASSES, GPU_CLASS_SUFFIX, TENANT_KIND, in_gpu_domain, is_gpu_budget_key,
 };
@@ -209,8 +209,8 @@ pub(super) fn check(
         let carved_before = before_pool
             .carved(None, &mut Vec::new())
             .map_err(|_| overflow("carve-outs"))?;
-        let others = after_pool
-            .carved(Some(&owns), &mut unreadable)
+        let after = after_pool
+            .standing(*budget, Some(&owns), &usage_after, &mut unreadable)
             .map_err(|_| overflow("carve-outs"))?;
         // Modules land in this pool for the keys the child does not bound.
         let landed_before = match &old {
@@ -229,14 +229,7 @@ pub(super) fn check(
             .ok_or_else(|| overflow("reservations"))?;
         let module_names = modules.names(key);
         let declaration = Declaration {
-            after: Standing {
-                pool: before_pool.name(),
-                key,
-                budget: *budget,
-                carved: others,
-                reserved: usage_after.of(key),
-                largest: usage_after.largest(key),
-            },
+            after,
             load_before,
             declared: new.get(key),
             previous: old.as_ref().and_then(|o| o.get(key)),

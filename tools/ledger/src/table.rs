@@ -30,10 +30,10 @@ pub fn status(line: &PoolLine) -> (String, Style) {
     if let Some(over) = line.over_budget {
         words.push(format!("over budget by {}", line.show(over)));
     }
-    if line.overcommitted {
+    if line.standing.overcommitted() {
         words.push("overcommitted".to_string());
     }
-    let style = match (line.over_budget.is_some(), line.overcommitted) {
+    let style = match (line.over_budget.is_some(), line.standing.overcommitted()) {
         (true, _) => OVER_BUDGET,
         (false, true) => OVERCOMMITTED,
         (false, false) => Style::new(),
@@ -55,7 +55,7 @@ fn with_count(quantity: String, by: usize) -> String {
 /// A holder as shown: `VMInstance tenant-foo/vm3 8Gi`.
 fn holder(
     line: &PoolLine,
-    (label, charge): &(String, tenant_reservation_policy::quantity::Quantity),
+    (charge, label): &(tenant_reservation_policy::quantity::Quantity, String),
 ) -> String {
     format!("{label} {}", line.show(*charge))
 }
@@ -63,15 +63,18 @@ fn holder(
 /// The cells of one line, its status style, and the holders after the first.
 fn cells(line: &PoolLine) -> ([String; 8], Style, Vec<String>) {
     let (status, style) = status(line);
-    let mut holders = line.largest.iter().map(|h| holder(line, h));
+    let mut holders = line.standing.largest.iter().map(|h| holder(line, h));
     let first = holders.next().unwrap_or_else(|| "-".to_string());
     (
         [
-            line.pool.clone(),
-            line.key.clone(),
-            line.show(line.budget),
-            with_count(line.show(line.carved), line.carved_by),
-            with_count(line.show(line.reserved), line.reserved_by),
+            line.standing.pool.clone(),
+            line.standing.key.clone(),
+            line.show(line.standing.budget),
+            with_count(
+                line.show(line.standing.carved.total),
+                line.standing.carved.by,
+            ),
+            with_count(line.show(line.standing.reserved), line.standing.holders),
             line.show(line.available),
             status,
             first,
@@ -142,8 +145,11 @@ pub fn warnings(ledger: &Ledger) -> Vec<String> {
     let mut seen = std::collections::BTreeSet::new();
     for line in &ledger.pools {
         for problem in &line.unevaluable {
-            if seen.insert((line.pool.clone(), problem.clone())) {
-                out.push(format!("pool {}: {problem} (counted as zero)", line.pool));
+            if seen.insert((line.standing.pool.clone(), problem.clone())) {
+                out.push(format!(
+                    "pool {}: {problem} (counted as zero)",
+                    line.standing.pool
+                ));
             }
         }
     }

@@ -8,7 +8,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 use tenant_reservation_policy::ledger::ledger;
 use tenant_reservation_policy::settings::Settings;
-use tenant_reservation_policy::testing::{self, application, tenant};
+use test_kit::{application, tenant};
 
 use crate::common::*;
 use crate::inputs::ledger_of;
@@ -104,7 +104,7 @@ fn json_for_scripts() {
 /// unevaluable objects as warnings.
 #[test]
 fn over_budget_and_overcommitted_are_shown() {
-    let k8s = testing::cluster(vec![
+    let k8s = test_kit::cluster(vec![
         tenant("tenant-root", "root", json!({})),
         tenant("tenant-root", "a", json!({"cpu": "4", "memory": "8Gi"})),
         tenant("tenant-a", "b", json!({"cpu": "6"})),
@@ -150,7 +150,7 @@ fn over_budget_and_overcommitted_are_shown() {
     // Overcommitted alone (the sub-tenants declare more than the budget, nothing else held).
     let mut overcommitted = ledger.pools[0].clone();
     overcommitted.over_budget = None;
-    assert!(overcommitted.overcommitted);
+    assert!(overcommitted.standing.overcommitted());
     assert_eq!(
         table::status(&overcommitted),
         (
