@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow};
 use host_sim::{FieldMask, ListQuery, ObjectStore, QueryError, strip_for_list};
-use replay_runner::{Answer, Answerer, CallbackRequestType, KubernetesCall};
+use replay_runner::{Answer, Answerer, KubernetesCall};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tenant_reservation_policy::cluster::{Kubernetes, Lookup};
@@ -361,52 +361,12 @@ pub fn lock(host: &SharedHost) -> MutexGuard<'_, HostModel> {
     host.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The list request and masks of a guest's call; `None` for a get.
-fn list_request(request: &CallbackRequestType) -> Option<(ListQuery, Option<&BTreeSet<String>>)> {
-    match request {
-        CallbackRequestType::KubernetesListResourceAll {
-            api_version,
-            kind,
-            label_selector,
-            field_selector,
-            field_masks,
-        } => Some((
-            ListQuery {
-                api_version: api_version.clone(),
-                kind: kind.clone(),
-                namespace: None,
-                label_selector: label_selector.clone(),
-                field_selector: field_selector.clone(),
-            },
-            field_masks.as_ref(),
-        )),
-        CallbackRequestType::KubernetesListResourceNamespace {
-            api_version,
-            kind,
-            namespace,
-            label_selector,
-            field_selector,
-            field_masks,
-        } => Some((
-            ListQuery {
-                api_version: api_version.clone(),
-                kind: kind.clone(),
-                namespace: Some(namespace.clone()),
-                label_selector: label_selector.clone(),
-                field_selector: field_selector.clone(),
-            },
-            field_masks.as_ref(),
-        )),
-        CallbackRequestType::KubernetesGetResource { .. } => None,
-    }
-}
-
 /// The guest's host calls answered by a [`HostModel`].
 pub struct Served(pub SharedHost);
 
 impl Answerer for Served {
     fn answer(&mut self, call: &KubernetesCall) -> Answer {
-        let Some((query, masks)) = list_request(&call.request) else {
+        let Some((query, masks)) = call.request.list_query() else {
             return Answer::Violation {
                 guest_message: "the bench serves lists only".into(),
                 violation: format!("a get the bench does not model: {:?}", call.request),
