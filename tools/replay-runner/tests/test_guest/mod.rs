@@ -17,9 +17,7 @@
 //! The text is accepted as is by `replay_runner::Host::from_bytes` (wasmtime reads WAT), or can
 //! be compiled with the `wat` crate.
 //!
-//! Shared by the integration tests (`mod test_guest;` in each): each uses part of it.
-
-#![allow(dead_code)]
+//! Shared by the integration tests (`mod test_guest;` in each).
 
 use std::fmt::Write as _;
 
