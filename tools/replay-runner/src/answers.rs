@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use host_sim::{AnswerCache, GetQuery, ListQuery, ObjectStore, QueryError, Request};
+use host_sim::{AnswerCache, GetQuery, ObjectStore, QueryError, Request};
 
 use crate::calls::KubernetesCall;
 use crate::replay::Replay;
@@ -160,34 +160,7 @@ impl Answerer for ClusterAnswers {
 
 /// The request `host_sim` answers for what the guest asked.
 fn host_request(request: &CallbackRequestType) -> Request {
-    match request.clone() {
-        CallbackRequestType::KubernetesListResourceAll {
-            api_version,
-            kind,
-            label_selector,
-            field_selector,
-            ..
-        } => Request::List(ListQuery {
-            api_version,
-            kind,
-            namespace: None,
-            label_selector,
-            field_selector,
-        }),
-        CallbackRequestType::KubernetesListResourceNamespace {
-            api_version,
-            kind,
-            namespace,
-            label_selector,
-            field_selector,
-            ..
-        } => Request::List(ListQuery {
-            api_version,
-            kind,
-            namespace: Some(namespace),
-            label_selector,
-            field_selector,
-        }),
+    match request {
         CallbackRequestType::KubernetesGetResource {
             api_version,
             kind,
@@ -195,11 +168,17 @@ fn host_request(request: &CallbackRequestType) -> Request {
             namespace,
             ..
         } => Request::Get(GetQuery {
-            api_version,
-            kind,
-            name,
-            namespace,
+            api_version: api_version.clone(),
+            kind: kind.clone(),
+            name: name.clone(),
+            namespace: namespace.clone(),
         }),
+        list => {
+            let (query, _) = list
+                .list_query()
+                .expect("a request that is not a get is a list");
+            Request::List(query)
+        }
     }
 }
 

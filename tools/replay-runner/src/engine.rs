@@ -1,5 +1,6 @@
-//! A policy module compiled once ([`Policy`]), from which any number of [`Host`]s are
-//! instantiated, as policy-server does (it keeps a `WasmtimeEngineProviderPre` per policy and
+//! A policy module compiled once ([`Policy`]), from which any number of hosts are
+//! instantiated (`Policy::instantiate`, in [`crate::host`], the layer above this one), as
+//! policy-server does (it keeps a `WasmtimeEngineProviderPre` per policy and
 //! rehydrates it). The engine is built like the `WasmtimeEngineProviderBuilder` of
 //! wasmtime-provider builds it (the same `Config`, the same cache set-up), plus what a
 //! benchmark needs: epoch interruption, a custom memory creator, a perf map, the compile time.
@@ -20,9 +21,6 @@ pub use wasmtime_provider::EpochDeadlines;
 pub use wasmtime_provider::wasmtime;
 pub use wasmtime_provider::wasmtime::MemoryCreator;
 
-use crate::calls::ContextAwareAccess;
-use crate::capabilities::LogMode;
-use crate::host::Host;
 use crate::metadata::{Metadata, read_metadata};
 
 /// How the module is compiled and run. The default is how the replay-runner runs it: wasmtime's
@@ -126,14 +124,14 @@ impl Policy {
         self.compile_time
     }
 
-    /// A fresh instance, as policy-server makes one per request: rehydrated, then initialised
-    /// (instantiated, `wapc_init` run) by the waPC host. Its host calls go to [`crate::NoAnswers`]
-    /// until [`Host::set_answerer`].
-    pub fn instantiate(&self, access: ContextAwareAccess, log_mode: LogMode) -> Result<Host> {
+    /// A fresh engine provider for one instance, as policy-server makes one per request:
+    /// rehydrated from the compiled module, not yet initialised (the waPC host does that, see
+    /// `Policy::instantiate` in [`crate::host`]).
+    pub(crate) fn rehydrate(&self) -> Result<Box<dyn wapc::WebAssemblyEngineProvider>> {
         let provider = self
             .pre
             .rehydrate(self.epoch_deadlines)
             .map_err(|e| anyhow!("cannot build the wasmtime engine: {e}"))?;
-        Host::new(Box::new(provider), access, log_mode, self.metadata.clone())
+        Ok(Box::new(provider))
     }
 }

@@ -3,6 +3,9 @@
 //! (from a module compiled once, [`Policy`]); `validate_settings` and `validate` can then be
 //! called any number of times, each call answering the guest's host calls through the
 //! [`Dispatcher`] and counting them.
+//!
+//! This module is the layer above [`crate::engine`]: it gives [`Policy`] its `instantiate`
+//! (a [`Host`] around a rehydrated engine provider), and the engine knows nothing of hosts.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -72,6 +75,20 @@ pub struct Host {
     evaluations: u64,
 }
 
+impl Policy {
+    /// A fresh instance, as policy-server makes one per request: rehydrated, then initialised
+    /// (instantiated, `wapc_init` run) by the waPC host. Its host calls go to [`crate::NoAnswers`]
+    /// until [`Host::set_answerer`].
+    pub fn instantiate(&self, access: ContextAwareAccess, log_mode: LogMode) -> Result<Host> {
+        Host::new(
+            self.rehydrate()?,
+            access,
+            log_mode,
+            self.metadata().cloned(),
+        )
+    }
+}
+
 fn lock(d: &Mutex<Dispatcher>) -> MutexGuard<'_, Dispatcher> {
     d.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
@@ -103,7 +120,7 @@ impl Host {
 
     /// A host around an engine provider (see [`Policy::instantiate`]): creating the waPC host
     /// initialises the guest.
-    pub(crate) fn new(
+    fn new(
         provider: Box<dyn wapc::WebAssemblyEngineProvider>,
         access: ContextAwareAccess,
         log_mode: LogMode,

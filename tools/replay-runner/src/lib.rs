@@ -19,7 +19,6 @@ pub mod host;
 pub mod metadata;
 pub mod replay;
 pub mod session;
-pub mod test_guest;
 
 pub use host_sim;
 

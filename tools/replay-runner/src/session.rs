@@ -27,6 +27,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use anyhow::{Context, Result, anyhow};
+use host_sim::ListQuery;
 use serde::{Deserialize, Serialize};
 
 /// The Kubernetes variants of policy-evaluator's `CallbackRequestType`, with the same names,
@@ -101,6 +102,47 @@ impl CallbackRequestType {
             | CallbackRequestType::KubernetesGetResource { field_masks, .. } => {
                 field_masks.as_ref()
             }
+        }
+    }
+
+    /// The list this request asks for, as `host_sim` takes it, and its field masks; `None`
+    /// for a get.
+    pub fn list_query(&self) -> Option<(ListQuery, Option<&BTreeSet<String>>)> {
+        match self {
+            CallbackRequestType::KubernetesListResourceAll {
+                api_version,
+                kind,
+                label_selector,
+                field_selector,
+                field_masks,
+            } => Some((
+                ListQuery {
+                    api_version: api_version.clone(),
+                    kind: kind.clone(),
+                    namespace: None,
+                    label_selector: label_selector.clone(),
+                    field_selector: field_selector.clone(),
+                },
+                field_masks.as_ref(),
+            )),
+            CallbackRequestType::KubernetesListResourceNamespace {
+                api_version,
+                kind,
+                namespace,
+                label_selector,
+                field_selector,
+                field_masks,
+            } => Some((
+                ListQuery {
+                    api_version: api_version.clone(),
+                    kind: kind.clone(),
+                    namespace: Some(namespace.clone()),
+                    label_selector: label_selector.clone(),
+                    field_selector: field_selector.clone(),
+                },
+                field_masks.as_ref(),
+            )),
+            CallbackRequestType::KubernetesGetResource { .. } => None,
         }
     }
 

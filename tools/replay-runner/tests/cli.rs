@@ -1,11 +1,13 @@
-//! End-to-end tests of the `replay-runner` binary on WAT test guests (see
-//! `replay_runner::test_guest`), compiled to real wasm modules.
+//! End-to-end tests of the `replay-runner` binary on WAT test guests (see `test_guest`),
+//! compiled to real wasm modules.
+
+mod test_guest;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use replay_runner::test_guest::{GuestHostCall, TestGuest};
 use serde_json::{Value, json};
+use test_guest::{GuestHostCall, TestGuest};
 
 const BIN: &str = env!("CARGO_BIN_EXE_replay-runner");
 

@@ -1,13 +1,15 @@
 //! The library API a benchmark uses: one `Host`, many evaluations, in-memory answers, counters.
 
+mod test_guest;
+
 use replay_runner::admission::{PolicySettings, parse_admission_request, validate_payload};
 use replay_runner::answers::{ClusterAnswers, Recorder, ReplayAnswers};
-use replay_runner::test_guest::{GuestHostCall, TestGuest};
 use replay_runner::{
     Answer, ContextAwareAccess, EngineOptions, EpochDeadlines, Host, HostOptions, KubernetesCall,
     LogMode, Policy, Replay, Session,
 };
 use serde_json::json;
+use test_guest::{GuestHostCall, TestGuest};
 
 fn request() -> replay_runner::AdmissionRequest {
     parse_admission_request(&json!({

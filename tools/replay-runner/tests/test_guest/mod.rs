@@ -14,8 +14,10 @@
 //!
 //! Limits: the request must fit in 1 MiB, each host answer in 2 MiB.
 //!
-//! The text is accepted as is by [`crate::Host::from_bytes`] (wasmtime reads WAT), or can be
-//! compiled with the `wat` crate.
+//! The text is accepted as is by `replay_runner::Host::from_bytes` (wasmtime reads WAT), or can
+//! be compiled with the `wat` crate.
+//!
+//! Shared by the integration tests (`mod test_guest;` in each).
 
 use std::fmt::Write as _;
 

@@ -16,85 +16,23 @@
 //! Items are listed in (namespace, name) order, not in the reflector's hash order, so that host
 //! calls stay deterministic.
 
+mod api_server;
+#[cfg(test)]
+mod tests;
+
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, anyhow};
-use host_sim::{FieldMask, ListQuery, ObjectStore, QueryError, strip_for_list};
-use replay_runner::{Answer, Answerer, CallbackRequestType, KubernetesCall};
+use host_sim::{FieldMask, ListQuery, QueryError, strip_for_list};
+use replay_runner::{Answer, Answerer, KubernetesCall};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tenant_reservation_policy::cluster::{Kubernetes, Lookup};
 
-/// The API server's objects, indexed as its watch cache is: by namespace.
-pub struct ApiServer {
-    namespaces: BTreeMap<String, ObjectStore>,
-    cluster_scoped: ObjectStore,
-}
-
-/// A page of an initial LIST.
-pub const PAGE_SIZE: usize = 500;
-
-impl ApiServer {
-    pub fn new(objects: Vec<Value>) -> Result<ApiServer> {
-        let mut by_namespace: BTreeMap<String, Vec<Value>> = BTreeMap::new();
-        let mut cluster_scoped = Vec::new();
-        for object in objects {
-            match object["metadata"]["namespace"].as_str() {
-                Some(ns) => by_namespace.entry(ns.to_string()).or_default().push(object),
-                None => cluster_scoped.push(object),
-            }
-        }
-        let namespaces = by_namespace
-            .into_iter()
-            .map(|(ns, objects)| Ok((ns, ObjectStore::new(objects)?)))
-            .collect::<Result<_, host_sim::StoreError>>()
-            .map_err(|e| anyhow!("the generated cluster: {e}"))?;
-        Ok(ApiServer {
-            namespaces,
-            cluster_scoped: ObjectStore::new(cluster_scoped)
-                .map_err(|e| anyhow!("the generated cluster: {e}"))?,
-        })
-    }
-
-    /// The objects the API server sends for `query`'s LIST: selectors applied, objects whole.
-    pub fn list(&self, query: &ListQuery) -> Result<Vec<Value>, QueryError> {
-        let items = |store: &ObjectStore| -> Result<Vec<Value>, QueryError> {
-            match store.list(query, None)? {
-                Value::Object(mut list) => match list.remove("items") {
-                    Some(Value::Array(items)) => Ok(items),
-                    _ => Ok(Vec::new()),
-                },
-                _ => Ok(Vec::new()),
-            }
-        };
-        let (api_version, kind) = (&query.api_version, &query.kind);
-        let cluster_wide = host_sim::CLUSTER_SCOPED_KINDS.contains(&kind.as_str())
-            || self
-                .cluster_scoped
-                .objects()
-                .any(|o| o["apiVersion"] == **api_version && o["kind"] == **kind);
-        if cluster_wide {
-            return items(&self.cluster_scoped);
-        }
-        match &query.namespace {
-            Some(ns) => match self.namespaces.get(ns) {
-                Some(store) => items(store),
-                None => Ok(Vec::new()),
-            },
-            None => {
-                let mut all = Vec::new();
-                for store in self.namespaces.values() {
-                    all.extend(items(store)?);
-                }
-                Ok(all)
-            }
-        }
-    }
-}
+pub use api_server::{ApiServer, PAGE_SIZE};
 
 /// What a reflector's key reads, for the reflector counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -360,52 +298,12 @@ pub fn lock(host: &SharedHost) -> MutexGuard<'_, HostModel> {
     host.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The list request and masks of a guest's call; `None` for a get.
-fn list_request(request: &CallbackRequestType) -> Option<(ListQuery, Option<&BTreeSet<String>>)> {
-    match request {
-        CallbackRequestType::KubernetesListResourceAll {
-            api_version,
-            kind,
-            label_selector,
-            field_selector,
-            field_masks,
-        } => Some((
-            ListQuery {
-                api_version: api_version.clone(),
-                kind: kind.clone(),
-                namespace: None,
-                label_selector: label_selector.clone(),
-                field_selector: field_selector.clone(),
-            },
-            field_masks.as_ref(),
-        )),
-        CallbackRequestType::KubernetesListResourceNamespace {
-            api_version,
-            kind,
-            namespace,
-            label_selector,
-            field_selector,
-            field_masks,
-        } => Some((
-            ListQuery {
-                api_version: api_version.clone(),
-                kind: kind.clone(),
-                namespace: Some(namespace.clone()),
-                label_selector: label_selector.clone(),
-                field_selector: field_selector.clone(),
-            },
-            field_masks.as_ref(),
-        )),
-        CallbackRequestType::KubernetesGetResource { .. } => None,
-    }
-}
-
 /// The guest's host calls answered by a [`HostModel`].
 pub struct Served(pub SharedHost);
 
 impl Answerer for Served {
     fn answer(&mut self, call: &KubernetesCall) -> Answer {
-        let Some((query, masks)) = list_request(&call.request) else {
+        let Some((query, masks)) = call.request.list_query() else {
             return Answer::Violation {
                 guest_message: "the bench serves lists only".into(),
                 violation: format!("a get the bench does not model: {:?}", call.request),
@@ -465,117 +363,5 @@ impl Kubernetes for Frozen {
             .borrow_mut()
             .insert(key, Arc::new(bytes.clone()));
         Ok(bytes)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-    use tenant_reservation_policy::cluster::fixed_masks;
-
-    fn api() -> Arc<ApiServer> {
-        let mut objects = vec![
-            test_kit::tenant("tenant-root", "a", json!({"cpu": "4"})),
-            test_kit::tenant("tenant-root", "b", json!({})),
-            test_kit::application("Postgres", "tenant-a", "db", json!({"size": "1Gi"})),
-            test_kit::application("Postgres", "tenant-b", "db", json!({"size": "2Gi"})),
-        ];
-        objects[2]["status"] = json!({"history": ["a long status the masks drop"]});
-        objects.extend(test_kit::definitions());
-        Arc::new(ApiServer::new(objects).unwrap())
-    }
-
-    #[test]
-    fn one_reflector_per_key_opened_once_masks_applied_when_opened() {
-        let mut host = HostModel::new(api());
-        let apps = test_kit::list_query(&Lookup::Applications {
-            namespace: "tenant-a".into(),
-        });
-        let masks: BTreeSet<String> = ["metadata.name".into(), "spec.values.size".into()].into();
-        host.begin_request();
-        let first = host.serve(&apps, Some(&masks)).unwrap();
-        assert_eq!(host.request.opened, 1);
-        assert!(host.request.list_bytes > first.len());
-        let again = host.serve(&apps, Some(&masks)).unwrap();
-        assert_eq!(first, again);
-        assert_eq!(host.request.opened, 1);
-        assert_eq!(host.request.calls, 2);
-        // Another mask set is another reflector, as is another namespace.
-        host.serve(&apps, None).unwrap();
-        let b = test_kit::list_query(&Lookup::Applications {
-            namespace: "tenant-b".into(),
-        });
-        host.serve(&b, Some(&masks)).unwrap();
-        assert_eq!(host.reflectors().count, 3);
-        assert_eq!(host.reflectors().by_source[&Source::Applications], 3);
-
-        let list: Value = serde_json::from_slice(&first).unwrap();
-        assert_eq!(list["kind"], "HelmReleaseList");
-        assert_eq!(list["metadata"], json!({}));
-        let items = list["items"].as_array().unwrap();
-        // Only tenant-a's own: the Postgres and no Tenant (the Tenants live in tenant-root).
-        assert_eq!(items.len(), 1);
-        let item = &items[0];
-        assert_eq!(item["spec"], json!({"values": {"size": "1Gi"}}));
-        assert!(item.get("status").is_none());
-        assert_eq!(item["metadata"]["managedFields"], json!([]));
-        assert_eq!(item["metadata"]["namespace"], "tenant-a");
-    }
-
-    #[test]
-    fn answers_are_host_sims_items_and_selectors_are_the_api_servers() {
-        let api = api();
-        let store = ObjectStore::new(
-            api.namespaces
-                .values()
-                .flat_map(|s| s.objects().cloned())
-                .chain(api.cluster_scoped.objects().cloned())
-                .collect::<Vec<_>>(),
-        )
-        .unwrap();
-        let mut host = HostModel::new(api);
-        for lookup in [
-            Lookup::Definitions,
-            Lookup::Schema {
-                definition: "postgres".into(),
-            },
-            Lookup::Tenant {
-                namespace: "tenant-root".into(),
-                release: "tenant-a".into(),
-            },
-            Lookup::Applications {
-                namespace: "tenant-root".into(),
-            },
-        ] {
-            let query = test_kit::list_query(&lookup);
-            let masks = fixed_masks(&lookup);
-            let served: Value =
-                serde_json::from_slice(&host.serve(&query, Some(&masks)).unwrap()).unwrap();
-            let expected = store.list(&query, Some(&masks)).unwrap();
-            assert_eq!(served["items"], expected["items"], "{lookup:?}");
-        }
-        let tenants = host.reflectors();
-        assert_eq!(tenants.count, 4);
-        assert_eq!(tenants.by_source[&Source::Tenant], 1);
-        assert_eq!(tenants.by_source[&Source::Schema], 1);
-    }
-
-    #[test]
-    fn the_request_fingerprint_follows_the_calls() {
-        let mut host = HostModel::new(api());
-        let defs = test_kit::list_query(&Lookup::Definitions);
-        let masks = fixed_masks(&Lookup::Definitions);
-        let run = |host: &mut HostModel, twice: bool| {
-            host.begin_request();
-            host.serve(&defs, Some(&masks)).unwrap();
-            if twice {
-                host.serve(&defs, Some(&masks)).unwrap();
-            }
-            host.request.fingerprint
-        };
-        let one = run(&mut host, false);
-        assert_eq!(one, run(&mut host, false));
-        assert_ne!(one, run(&mut host, true));
     }
 }
