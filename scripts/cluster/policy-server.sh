@@ -12,7 +12,9 @@
 #   - writes DIR/policy-server/policies.yml as the controller writes the policy server's
 #     ConfigMap (policyserver_controller_configmap.go): one entry keyed by the policy id
 #     `clusterwide-tenant-reservation` with namespacedName, module, policyMode, allowedToMutate,
-#     contextAwareResources, settings, and hostCapabilities ["*"] (a cluster-wide policy); the
+#     contextAwareResources, settings, message, timeoutEvalSeconds (the per-policy evaluation
+#     limit, which overrides --policy-timeout) and hostCapabilities ["*"] (a cluster-wide
+#     policy); the
 #     module is the local annotated-policy.wasm (file://) instead of the registry reference;
 #   - applies deploy/policyserver.yaml minus the PolicyServer object (namespace `kubewarden`
 #     first): the ServiceAccount, its ClusterRole and binding;
@@ -143,6 +145,8 @@ policies() {
             allowedToMutate: (.spec.mutating // false),
             contextAwareResources: (.spec.contextAwareResources // []),
             settings: $settings,
+            message: .spec.message,
+            timeoutEvalSeconds: .spec.timeoutEvalSeconds,
             hostCapabilities: ["*"]
         } | with_entries(select(.value != null))}' <<<"$cap"
 }
