@@ -1,14 +1,23 @@
-//! The flags of `tenant-reservation ledger` (and `kubectl reservations`), and the run.
+//! The flags of `tenant-reservation ledger` (and `kubectl cozystack-reservations`), and the run.
+//!
+//! The flags follow kubectl's: `--kubeconfig`, `--context`, `-n`/`--namespace`,
+//! `-A`/`--all-namespaces`, `-o table|wide|json|yaml`, `--as`, `--as-group`,
+//! `--request-timeout`, `--chunk-size`; proxies come from `HTTPS_PROXY`/`NO_PROXY` (or the
+//! kubeconfig's `proxy-url`) as kubectl takes them.
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use tenant_reservation_policy::cluster::Kubernetes;
-use tenant_reservation_policy::ledger::ledger;
+use tenant_reservation_policy::ledger::{Ledger, ledger};
 
-use crate::{live, settings, state, table, what_if};
+use crate::compare::{self, Comparison};
+use crate::live::{CHUNK_SIZE, Connection, Live};
+use crate::settings::{self, Source};
+use crate::{state, table, what_if};
 
 /// Exit codes: the ledger was drawn, or the write fits.
 pub const OK: u8 = 0;
@@ -16,6 +25,8 @@ pub const OK: u8 = 0;
 pub const REFUSED: u8 = 1;
 /// Bad input, an unreadable cluster, invalid settings.
 pub const ERROR: u8 = 2;
+/// `--fail-over-budget`: a pool shown is over its budget.
+pub const OVER_BUDGET: u8 = 3;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct LedgerArgs {
@@ -34,21 +45,52 @@ pub struct LedgerArgs {
     /// The kubeconfig context (default: its current context).
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
+    /// Username to impersonate for the reads.
+    #[arg(long = "as", value_name = "USER")]
+    pub as_user: Option<String>,
+    /// Group to impersonate (repeat for several); needs --as.
+    #[arg(long = "as-group", value_name = "GROUP")]
+    pub as_group: Vec<String>,
+    /// How long one request to the API server may take (`30s`, `1m`, `1h`; a bare number is
+    /// seconds; 0 waits as long as the server does).
+    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = request_timeout)]
+    pub request_timeout: Duration,
+    /// Items per LIST page; 0 lists each resource in one response.
+    #[arg(long, value_name = "N", default_value_t = CHUNK_SIZE)]
+    pub chunk_size: u32,
+    /// Only the pool that holds this namespace.
+    #[arg(long, short = 'n', value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+    /// Every pool of the cluster (the default).
+    #[arg(long, short = 'A', conflicts_with = "namespace")]
+    pub all_namespaces: bool,
     /// Policy settings: JSON or YAML, or a ClusterAdmissionPolicy manifest (its spec.settings).
-    /// Default: the settings of deploy/clusteradmissionpolicy.yaml.
-    #[arg(long, value_name = "FILE")]
+    /// Default: those of the ClusterAdmissionPolicy deployed in the cluster that runs this
+    /// policy, else those shipped with this plugin; the output says which.
+    #[arg(long, value_name = "FILE", conflicts_with = "policy")]
     pub settings: Option<PathBuf>,
-    /// `table` for people, `json` for scripts.
+    /// The deployed ClusterAdmissionPolicy whose settings to use, when several run this policy.
+    #[arg(long, value_name = "NAME")]
+    pub policy: Option<String>,
+    /// `table` for people, `wide` adds each pool's namespaces, `json` and `yaml` for scripts.
     #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
     pub output: Output,
-    /// How many of the largest holders to show per pool and key.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_HOLDERS)]
+    /// How many of the largest holders to show per pool and key (`all` for every one).
+    #[arg(long, value_name = "N|all", default_value = "3", value_parser = holders)]
     pub holders: usize,
     /// Whether this write fits: an AdmissionReview, or a bare application (or HelmRelease)
     /// manifest, a CREATE, or an UPDATE of the one stored under its name. Exit code 0: it
     /// fits, 1: the policy refuses it, 2: error.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "compare")]
     pub what_if: Option<PathBuf>,
+    /// Compare what runs now with FILE: settings (or a ClusterAdmissionPolicy manifest) to
+    /// judge the same cluster under, or the `-o json --holders all` ledger of another version
+    /// of this plugin, taken as what runs now. Pool by pool and application by application.
+    #[arg(long, value_name = "FILE")]
+    pub compare: Option<PathBuf>,
+    /// Exit with 3 when a pool shown is over its budget (after --compare: under FILE).
+    #[arg(long)]
+    pub fail_over_budget: bool,
 }
 
 /// The flags' defaults, as clap gives them (`--holders 3`), for callers that build the flags.
@@ -59,10 +101,19 @@ impl Default for LedgerArgs {
             dump: None,
             kubeconfig: None,
             context: None,
+            as_user: None,
+            as_group: Vec::new(),
+            request_timeout: Duration::ZERO,
+            chunk_size: CHUNK_SIZE,
+            namespace: None,
+            all_namespaces: false,
             settings: None,
+            policy: None,
             output: Output::Table,
             holders: DEFAULT_HOLDERS,
             what_if: None,
+            compare: None,
+            fail_over_budget: false,
         }
     }
 }
@@ -74,11 +125,57 @@ pub const DEFAULT_HOLDERS: usize = 3;
 pub enum Output {
     #[default]
     Table,
+    Wide,
     Json,
+    Yaml,
 }
 
-/// Runs the ledger (or the what-if), writing the result to `out` and problems to `err`;
-/// returns the exit code.
+/// kubectl's `--request-timeout`: `0`, a bare number of seconds, or a number with `s`, `m`
+/// or `h` (also combined: `1m30s`).
+pub fn request_timeout(text: &str) -> Result<Duration, String> {
+    let bad = || format!("{text:?} is not a duration (30s, 1m, 1h; 0 for none)");
+    if let Ok(seconds) = text.parse::<u64>() {
+        return Ok(Duration::from_secs(seconds));
+    }
+    let mut total = 0u64;
+    let mut digits = String::new();
+    for c in text.chars() {
+        match c {
+            '0'..='9' => digits.push(c),
+            'h' | 'm' | 's' if !digits.is_empty() => {
+                let n: u64 = digits.parse().map_err(|_| bad())?;
+                let unit = match c {
+                    'h' => 3600,
+                    'm' => 60,
+                    _ => 1,
+                };
+                total = n
+                    .checked_mul(unit)
+                    .and_then(|s| total.checked_add(s))
+                    .ok_or_else(bad)?;
+                digits.clear();
+            }
+            _ => return Err(bad()),
+        }
+    }
+    if !digits.is_empty() || text.is_empty() {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs(total))
+}
+
+/// `--holders`: a count, or `all`.
+fn holders(text: &str) -> Result<usize, String> {
+    match text {
+        "all" => Ok(usize::MAX),
+        _ => text
+            .parse()
+            .map_err(|_| format!("{text:?} is not a number of holders (or `all`)")),
+    }
+}
+
+/// Runs the ledger (or the what-if, or the comparison), writing the result to `out` and
+/// problems to `err`; returns the exit code.
 pub fn run(args: &LedgerArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     match draw(args, out, err) {
         Ok(code) => code,
@@ -90,15 +187,19 @@ pub fn run(args: &LedgerArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
 }
 
 fn draw(args: &LedgerArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
-    let settings_value = settings::load(args.settings.as_deref())?;
-    let settings = settings::parse(&settings_value)?;
     let cluster = open(args, err)?;
+    let (settings_value, source) = choose_settings(args, &cluster)?;
+    if !matches!(source, Source::File(_)) {
+        writeln!(err, "settings: {source}")?;
+    }
+    let k8s = cluster.kubernetes();
     if let Some(path) = &args.what_if {
         let document = read_document(path)?;
-        let decision = what_if::decide(&document, &settings_value, cluster.as_ref())?;
+        let decision = what_if::decide(&document, &settings_value, k8s)?;
         match args.output {
-            Output::Table => write!(out, "{}", decision.render())?,
+            Output::Table | Output::Wide => write!(out, "{}", decision.render())?,
             Output::Json => writeln!(out, "{:#}", decision.to_json())?,
+            Output::Yaml => write!(out, "{}", serde_yaml::to_string(&decision.to_json())?)?,
         }
         return Ok(if decision.verdict.allowed {
             OK
@@ -106,31 +207,185 @@ fn draw(args: &LedgerArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
             REFUSED
         });
     }
-    let ledger = ledger(&settings, cluster.as_ref(), args.holders)?;
+    let settings = settings::parse(&settings_value)?;
+    if let Some(path) = &args.compare {
+        let comparison = compare_with(path, &settings, &source, k8s, args)?;
+        match args.output {
+            Output::Table | Output::Wide => write!(out, "{}", comparison.render())?,
+            Output::Json => writeln!(out, "{:#}", comparison.to_json())?,
+            Output::Yaml => write!(out, "{}", serde_yaml::to_string(&comparison.to_json())?)?,
+        }
+        for warning in &comparison.warnings {
+            writeln!(err, "warning: {warning}")?;
+        }
+        return over_budget_exit(args, comparison.over_budget_after(), err);
+    }
+    let mut ledger = ledger(&settings, k8s, args.holders)?;
+    if let Some(namespace) = &args.namespace {
+        only_the_pool_of(&mut ledger, namespace)?;
+    }
     match args.output {
-        Output::Table => write!(out, "{}", table::render(&ledger))?,
-        Output::Json => writeln!(out, "{:#}", ledger.to_json())?,
+        Output::Table => write!(out, "{}", table::render(&ledger, false))?,
+        Output::Wide => write!(out, "{}", table::render(&ledger, true))?,
+        Output::Json => writeln!(out, "{:#}", with_source(ledger.to_json(), &source))?,
+        Output::Yaml => write!(
+            out,
+            "{}",
+            serde_yaml::to_string(&with_source(ledger.to_json(), &source))?
+        )?,
     }
     for warning in table::warnings(&ledger) {
         writeln!(err, "warning: {warning}")?;
     }
+    let over: Vec<String> = ledger
+        .pools
+        .iter()
+        .filter(|line| line.over_budget.is_some())
+        .map(|line| format!("{} {}", line.standing.pool, line.standing.key))
+        .collect();
+    over_budget_exit(args, over, err)
+}
+
+/// Exit code 3 under `--fail-over-budget` when `over` (pool and key) is not empty.
+fn over_budget_exit(args: &LedgerArgs, over: Vec<String>, err: &mut dyn Write) -> Result<u8> {
+    if args.fail_over_budget && !over.is_empty() {
+        writeln!(err, "over budget: {}", over.join(", "))?;
+        return Ok(OVER_BUDGET);
+    }
     Ok(OK)
 }
 
+/// The JSON ledger with where its settings came from.
+fn with_source(mut json: Value, source: &Source) -> Value {
+    json["settings"] = Value::String(source.to_string());
+    json
+}
+
+/// Keeps the lines of the pool that holds `namespace` (its own namespace or a member's).
+fn only_the_pool_of(ledger: &mut Ledger, namespace: &str) -> Result<()> {
+    let holds = |line: &tenant_reservation_policy::ledger::PoolLine| {
+        line.standing.pool == namespace || line.namespaces.iter().any(|n| n == namespace)
+    };
+    if !ledger.pools.iter().any(holds) {
+        bail!("no pool holds namespace {namespace} (no Tenant above it declares resourceQuotas)");
+    }
+    ledger.pools.retain(holds);
+    Ok(())
+}
+
+/// The comparison `--compare FILE` asks for.
+fn compare_with(
+    path: &std::path::Path,
+    settings: &tenant_reservation_policy::settings::Settings,
+    source: &Source,
+    k8s: &dyn Kubernetes,
+    args: &LedgerArgs,
+) -> Result<Comparison> {
+    let document = read_document(path)?;
+    let now = ledger(settings, k8s, usize::MAX)?;
+    let now_label = format!("this plugin with {source}");
+    let file_label = path.display().to_string();
+    let mut comparison = if compare::is_ledger(&document) {
+        // Another version's ledger is what runs now; this version is what would run.
+        compare::compare(
+            &format!("the ledger {file_label}"),
+            &document,
+            &now_label,
+            &with_source(now.to_json(), source),
+        )?
+    } else {
+        let then_value = settings::from_text(&std::fs::read_to_string(path)?)
+            .with_context(|| format!("settings file {file_label}"))?;
+        let then_settings =
+            settings::parse(&then_value).with_context(|| format!("settings file {file_label}"))?;
+        let then = ledger(&then_settings, k8s, usize::MAX)?;
+        compare::compare(
+            &now_label,
+            &now.to_json(),
+            &format!("the settings file {file_label}"),
+            &then.to_json(),
+        )?
+    };
+    if let Some(namespace) = &args.namespace {
+        comparison.only_namespace(namespace)?;
+    }
+    Ok(comparison)
+}
+
 /// The cluster the flags name.
-fn open(args: &LedgerArgs, err: &mut dyn Write) -> Result<Box<dyn Kubernetes>> {
+pub enum Cluster {
+    File(state::Stored),
+    Live(Live),
+}
+
+impl Cluster {
+    pub fn kubernetes(&self) -> &dyn Kubernetes {
+        match self {
+            Cluster::File(stored) => stored,
+            Cluster::Live(live) => live,
+        }
+    }
+}
+
+fn open(args: &LedgerArgs, err: &mut dyn Write) -> Result<Cluster> {
     match args.state.as_ref().or(args.dump.as_ref()) {
         Some(path) => {
             let store = state::load(path)?;
             for warning in state::missing(&store) {
                 writeln!(err, "warning: {}: {warning}", path.display())?;
             }
-            Ok(Box::new(state::Stored(store)))
+            Ok(Cluster::File(state::Stored(store)))
         }
-        None => Ok(Box::new(live::Live::connect(
-            args.kubeconfig.as_deref(),
-            args.context.as_deref(),
-        )?)),
+        None => Ok(Cluster::Live(Live::connect(&Connection {
+            kubeconfig: args.kubeconfig.clone(),
+            context: args.context.clone(),
+            as_user: args.as_user.clone(),
+            as_groups: args.as_group.clone(),
+            request_timeout: (!args.request_timeout.is_zero()).then_some(args.request_timeout),
+            chunk_size: args.chunk_size,
+        })?)),
+    }
+}
+
+/// The settings the flags name, and where they come from: `--settings`, else the deployed
+/// ClusterAdmissionPolicy, else the shipped ones.
+fn choose_settings(args: &LedgerArgs, cluster: &Cluster) -> Result<(Value, Source)> {
+    if let Some(path) = &args.settings {
+        return Ok((
+            settings::load(Some(path))?,
+            Source::File(path.display().to_string()),
+        ));
+    }
+    let Cluster::Live(live) = cluster else {
+        if let Some(name) = &args.policy {
+            bail!("--policy {name} reads a live cluster; with --state or --dump give --settings");
+        }
+        return Ok((
+            settings::shipped()?,
+            Source::Shipped("the cluster is read from a file".into()),
+        ));
+    };
+    let policies = match live.cluster_admission_policies() {
+        Ok(policies) => policies,
+        // Without Kubewarden's CRD, or without the right to read policies, the shipped
+        // settings are the best guess; unless the user named a policy.
+        Err(e) if matches!(e.code(), Some(403 | 404)) && args.policy.is_none() => {
+            let why = format!(
+                "cannot list clusteradmissionpolicies.policies.kubewarden.io: {e}; give --settings to judge with the deployed ones"
+            );
+            return Ok((settings::shipped()?, Source::Shipped(why)));
+        }
+        Err(e) => bail!(
+            "{}: cannot list clusteradmissionpolicies.policies.kubewarden.io: {e}",
+            live.server()
+        ),
+    };
+    match settings::deployed(&policies, args.policy.as_deref())? {
+        Some((name, value)) => Ok((value, Source::Deployed(name))),
+        None => Ok((
+            settings::shipped()?,
+            Source::Shipped("no ClusterAdmissionPolicy in the cluster runs this policy".into()),
+        )),
     }
 }
 
@@ -141,4 +396,30 @@ fn read_document(path: &std::path::Path) -> Result<Value> {
     let doc: serde_yaml::Value = serde_yaml::from_str(&text)
         .with_context(|| format!("{} is not JSON or YAML", path.display()))?;
     serde_json::to_value(doc).with_context(|| format!("{} is not JSON-compatible", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_timeouts_read_as_kubectl_reads_them() {
+        let s = Duration::from_secs;
+        for (text, expected) in [
+            ("0", s(0)),
+            ("30", s(30)),
+            ("30s", s(30)),
+            ("2m", s(120)),
+            ("1h", s(3600)),
+            ("1m30s", s(90)),
+        ] {
+            assert_eq!(request_timeout(text), Ok(expected), "{text}");
+        }
+        for text in ["", "s", "1x", "1.5s", "-1", "1m3"] {
+            assert!(request_timeout(text).is_err(), "{text}");
+        }
+        assert_eq!(holders("all"), Ok(usize::MAX));
+        assert_eq!(holders("2"), Ok(2));
+        assert!(holders("many").is_err());
+    }
 }

@@ -1,18 +1,22 @@
 //! The pool ledger's command: `tenant-reservation ledger` and the kubectl plugin
-//! `kubectl reservations`. Every pool and key of a cluster (budget, carved out, reserved,
+//! `kubectl cozystack-reservations`. Every pool and key of a cluster (budget, carved out, reserved,
 //! available, over budget, overcommitted, largest holders), drawn by the policy crate's own
 //! [`tenant_reservation_policy::ledger`] natively, and `--what-if`: the policy's own verdict on
 //! one write.
 //!
 //! - [`state`]: a cluster-state file or a `kubectl get -o json` dump, as the host answers it;
 //! - [`live`]: a live cluster through the user's kubeconfig, read-only (LIST only);
+//! - [`proxy`]: the proxy kubectl would use to reach it;
 //! - [`settings`]: the policy settings (a file, a ClusterAdmissionPolicy, or the shipped ones);
 //! - [`table`]: the ledger for people;
 //! - [`what_if`]: one write decided by the policy on the same cluster;
+//! - [`compare`]: the same cluster judged two ways, pool by pool and application by application;
 //! - [`cli`]: the flags, and the run that ties them together.
 
 pub mod cli;
+pub mod compare;
 pub mod live;
+pub mod proxy;
 pub mod settings;
 pub mod state;
 pub mod table;

@@ -12,9 +12,12 @@ pub mod admission;
 pub mod answers;
 pub mod calls;
 pub mod capabilities;
+#[cfg(feature = "engine")]
 pub mod cli;
 pub mod cluster;
+#[cfg(feature = "engine")]
 pub mod engine;
+#[cfg(feature = "engine")]
 pub mod host;
 pub mod metadata;
 pub mod replay;
@@ -26,7 +29,9 @@ pub use admission::{AdmissionRequest, AdmissionResponse, PolicySettings};
 pub use answers::{Answer, Answerer, ClusterAnswers, NoAnswers, Recorder, ReplayAnswers};
 pub use calls::{ContextAwareAccess, ContextAwareResource, KubernetesCall};
 pub use capabilities::{HostCallStats, LogMode};
+#[cfg(feature = "engine")]
 pub use engine::{EngineOptions, EpochDeadlines, MemoryCreator, Policy};
+#[cfg(feature = "engine")]
 pub use host::{Evaluation, EvaluationError, Host, HostOptions};
 pub use replay::{Replay, ReplayError};
 pub use session::{CallbackRequestType, Exchange, Response, Session};

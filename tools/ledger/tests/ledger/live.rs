@@ -37,6 +37,13 @@ fn serve(forbidden: &[&str], page: usize) -> Cluster {
     }
 }
 
+fn connection(cluster: &Cluster) -> live::Connection {
+    live::Connection {
+        kubeconfig: Some(cluster.kubeconfig.clone()),
+        ..live::Connection::default()
+    }
+}
+
 fn live_args(cluster: &Cluster) -> LedgerArgs {
     LedgerArgs {
         kubeconfig: Some(cluster.kubeconfig.clone()),
@@ -52,7 +59,7 @@ fn the_live_ledger_is_the_state_files_and_only_reads() {
         &ledger::settings::load(Some(&example().join("settings.json"))).unwrap(),
     )
     .unwrap();
-    let k8s = live::Live::connect(Some(&cluster.kubeconfig), None).unwrap();
+    let k8s = live::Live::connect(&connection(&cluster)).unwrap();
     let from_live = tenant_reservation_policy::ledger::ledger(&settings, &k8s, 3).unwrap();
     assert_eq!(from_live, ledger_of(&example().join("cluster.yaml")));
 
@@ -106,7 +113,7 @@ fn the_command_and_the_plugin_read_the_live_cluster() {
     });
     assert_eq!(live.code, 0, "{}", live.err);
     assert_eq!(live.out, state.out);
-    let plugin = std::process::Command::new(env!("CARGO_BIN_EXE_kubectl-reservations"))
+    let plugin = std::process::Command::new(env!("CARGO_BIN_EXE_kubectl-cozystack_reservations"))
         .env("KUBECONFIG", &cluster.kubeconfig)
         .args(["--output", "json", "--settings"])
         .arg(example().join("settings.json"))
@@ -126,7 +133,7 @@ fn the_command_and_the_plugin_read_the_live_cluster() {
 #[test]
 fn namespaced_lookups_pass_their_selectors_and_masks_apply() {
     let cluster = serve(&[], 500);
-    let k8s = live::Live::connect(Some(&cluster.kubeconfig), None).unwrap();
+    let k8s = live::Live::connect(&connection(&cluster)).unwrap();
     let lookup = Lookup::Tenant {
         namespace: "tenant-root".into(),
         release: "tenant-foo".into(),
@@ -175,7 +182,7 @@ fn a_forbidden_list_names_the_resource() {
     let cluster = serve(&["helmreleases"], 500);
     fails_with(
         &live_args(&cluster),
-        "the kubeconfig's user may not list helm.toolkit.fluxcd.io/v2 HelmRelease: 403 Forbidden: helmreleases.helm.toolkit.fluxcd.io is forbidden: User \"reader\" cannot list resource \"helmreleases\"",
+        ": the user may not list helm.toolkit.fluxcd.io/v2 HelmRelease: 403 Forbidden: helmreleases.helm.toolkit.fluxcd.io is forbidden: User \"reader\" cannot list resource \"helmreleases\"",
     );
 }
 
@@ -188,7 +195,7 @@ fn an_unauthenticated_user_and_a_missing_context_are_clear_errors() {
     };
     fails_with(
         &in_context("other"),
-        "the kubeconfig's user is not authenticated to list cozystack.io/v1alpha1 ApplicationDefinition: 401 Unauthorized",
+        ": the user is not authenticated to list cozystack.io/v1alpha1 ApplicationDefinition: 401 Unauthorized",
     );
     fails_with(&in_context("nowhere"), "nowhere");
 }

@@ -73,7 +73,16 @@ fn json_for_scripts() {
         output: Output::Json,
         ..example_args()
     });
-    let parsed: Value = serde_json::from_str(&ran.out).unwrap();
+    let mut parsed: Value = serde_json::from_str(&ran.out).unwrap();
+    // Where the settings came from, then the ledger itself.
+    let settings = parsed.as_object_mut().unwrap().remove("settings").unwrap();
+    assert_eq!(
+        settings,
+        json!(format!(
+            "the settings file {}",
+            example().join("settings.json").display()
+        ))
+    );
     assert_eq!(parsed, ledger_of(&example().join("cluster.yaml")).to_json());
     assert_eq!(parsed["warnings"], json!([]));
     let memory = &parsed["pools"][1];
@@ -122,7 +131,7 @@ fn over_budget_and_overcommitted_are_shown() {
         ),
     ]);
     let ledger = ledger(&Settings::default(), &k8s, 3).unwrap();
-    let rendered = table::render(&ledger);
+    let rendered = table::render(&ledger, false);
     let plain = String::from_utf8({
         let mut strip = anstream::StripStream::new(Vec::new());
         std::io::Write::write_all(&mut strip, rendered.as_bytes()).unwrap();

@@ -190,7 +190,7 @@ fn what_is_not_an_application_write_is_an_error() {
 fn exit_codes_of_the_command_and_the_kubectl_plugin() {
     for (bin, prefix) in [
         (env!("CARGO_BIN_EXE_tenant-reservation"), vec!["ledger"]),
-        (env!("CARGO_BIN_EXE_kubectl-reservations"), vec![]),
+        (env!("CARGO_BIN_EXE_kubectl-cozystack_reservations"), vec![]),
     ] {
         for (name, code) in [("01-vm-create-fits", 0), ("02-vm-create-exceeds", 1)] {
             let dir = scenario(name);
