@@ -227,6 +227,13 @@ clean:
 cluster-test: annotated-policy.wasm
 	bats=$$(bash scripts/ensure-bats.sh); "$$bats" cluster.bats
 
+# kubectl cozystack-reservations against a real API server (plugin.bats): built as it ships
+# (`-p ledger` alone: no wasmtime), found by kubectl on PATH.
+.PHONY: plugin-test
+plugin-test:
+	cargo build --release --locked --manifest-path $(TOOLS_MANIFEST) -p ledger
+	bats=$$(bash scripts/ensure-bats.sh); PLUGIN_DIR=$(CURDIR)/tools/target/release "$$bats" plugin.bats
+
 # scripts/cluster/concurrency.sh: concurrent writes into one pool on the real engine (docs/real-engine.md).
 .PHONY: cluster-concurrency
 cluster-concurrency: annotated-policy.wasm

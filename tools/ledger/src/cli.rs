@@ -283,14 +283,13 @@ fn compare_with(
 ) -> Result<Comparison> {
     let document = read_document(path)?;
     let now = ledger(settings, k8s, usize::MAX)?;
-    let now_label = format!("this plugin with {source}");
     let file_label = path.display().to_string();
     let mut comparison = if compare::is_ledger(&document) {
         // Another version's ledger is what runs now; this version is what would run.
         compare::compare(
             &format!("the ledger {file_label}"),
             &document,
-            &now_label,
+            &format!("this plugin ({}) with {source}", env!("CARGO_PKG_VERSION")),
             &with_source(now.to_json(), source),
         )?
     } else {
@@ -300,7 +299,7 @@ fn compare_with(
             settings::parse(&then_value).with_context(|| format!("settings file {file_label}"))?;
         let then = ledger(&then_settings, k8s, usize::MAX)?;
         compare::compare(
-            &now_label,
+            &source.to_string(),
             &now.to_json(),
             &format!("the settings file {file_label}"),
             &then.to_json(),

@@ -293,7 +293,7 @@ fn refused(server: &str, lookup: &Lookup, error: ListError) -> String {
             "{server}: the user is not authenticated to list {what}: 401 Unauthorized: {detail}"
         ),
         ListError::Status { code: 403, detail } => format!(
-            "{server}: the user may not list {what}: 403 Forbidden: {detail} (the ledger needs list on {NEEDED}; docs/plugin.md has a ClusterRole that grants it)"
+            "{server}: the user may not list {what}: 403 Forbidden: {detail} (the ledger needs list on {NEEDED}; examples/plugin/rbac.yaml grants it)"
         ),
         ListError::Status { code: 404, detail } => format!(
             "{server}: the cluster does not serve {what}: 404 Not Found: {detail} (is its CRD installed?)"
