@@ -10,18 +10,10 @@
 #
 # One control plane per run of this file (setup_file); each test makes its own tenant.
 
+load scripts/cluster/bats-cluster.bash
+
 setup_file() {
-    cd "$BATS_TEST_DIRNAME"
-    export CLUSTER_DIR="$BATS_FILE_TMPDIR/cluster"
-    # Whatever fails here, nothing is left running.
-    if ! {
-        bash scripts/cluster/control-plane.sh up "$CLUSTER_DIR" >&3 2>&1 &&
-            bash scripts/cluster/cozystack-apps.sh install "$CLUSTER_DIR" &&
-            bash scripts/cluster/policy-server.sh up "$CLUSTER_DIR" --mode protect >/dev/null
-    }; then
-        teardown_file
-        return 1
-    fi
+    cluster_up bash scripts/cluster/policy-server.sh up "$BATS_FILE_TMPDIR/cluster" --mode protect >/dev/null
 }
 
 teardown_file() {

@@ -13,17 +13,10 @@
 
 bats_require_minimum_version 1.5.0
 
+load scripts/cluster/bats-cluster.bash
+
 setup_file() {
-    cd "$BATS_TEST_DIRNAME"
-    export CLUSTER_DIR="$BATS_FILE_TMPDIR/cluster"
-    if ! {
-        bash scripts/cluster/control-plane.sh up "$CLUSTER_DIR" >&3 2>&1 &&
-            bash scripts/cluster/cozystack-apps.sh install "$CLUSTER_DIR" &&
-            make_tenants >/dev/null
-    }; then
-        teardown_file
-        return 1
-    fi
+    cluster_up make_tenants >/dev/null
 }
 
 teardown_file() {
