@@ -155,10 +155,7 @@ fn spec_of(object: &Map<String, Value>) -> Result<&Value, String> {
 fn tenants_above(context: &Context<'_>, subject: &Subject<'_>) -> Result<Tenancy, Refusal> {
     context
         .tenants_above(subject.namespace)
-        .map_err(|error| Refusal::Cluster {
-            subject: subject.label(),
-            error,
-        })
+        .map_err(|error| Refusal::cluster(&subject.label(), error))
 }
 
 /// The pool of `key` that `subject`'s namespace belongs to, with its budget; `None` when no
@@ -189,8 +186,5 @@ fn load_pools(
 ) -> Result<(), Refusal> {
     context
         .load_pools(tenancy, roots, keys)
-        .map_err(|error| Refusal::Cluster {
-            subject: subject.label(),
-            error,
-        })
+        .map_err(|error| Refusal::cluster(&subject.label(), error))
 }

@@ -72,3 +72,14 @@ pub enum Refusal {
         violations: Vec<String>,
     },
 }
+
+impl Refusal {
+    /// A lookup of the cluster failed while deciding on `subject`: the one way a
+    /// [`Refusal::Cluster`] is made.
+    pub fn cluster(subject: &str, error: ContextError) -> Refusal {
+        Refusal::Cluster {
+            subject: subject.to_string(),
+            error,
+        }
+    }
+}

@@ -181,10 +181,7 @@ pub(super) fn check(
         .map(|&(key, hands_back)| (after.pool_rooted_at(&child, key), hands_back))
         .collect();
 
-    let cluster = |error| Refusal::Cluster {
-        subject: label.clone(),
-        error,
-    };
+    let cluster = |error| Refusal::cluster(&label, error);
     let overflow = |what| Refusal::Overflow {
         subject: label.clone(),
         what,
