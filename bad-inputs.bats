@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # The bad-input table (test_data/bad-inputs/expected.tsv) through the compiled policy: each
 # AdmissionReview is run with the kwctl stand-in against test_data/bad-inputs/cluster.yaml and
-# default settings, and the answer is checked against its row. tests/bad_inputs.rs runs the
+# default settings, and the answer is checked against its row. tests/it/bad_inputs.rs runs the
 # same table natively and checks that every row has a test here.
 #
 #   KWCTL   the runner (default: kwctl; the stand-in is tools/replay-runner, built with

@@ -4,7 +4,7 @@
 //! The same evaluation as an admission ([`Context`]: definitions, charges, pools), over the
 //! whole cluster read at once, and the same [`Standing`] a check reads. A write of an
 //! application fits exactly when, for every key it grows, its growth is at most that key's
-//! [`Standing::available`] (`tests/ledger.rs` holds the policy to it).
+//! [`Standing::available`] (`tests/it/ledger.rs` holds the policy to it).
 
 use kubewarden_policy_sdk::settings::Validatable;
 use serde_json::{Value, json};

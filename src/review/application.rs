@@ -94,10 +94,7 @@ pub(super) fn check(
     let pools: Vec<Pool<'_>> = grown.iter().map(|(pool, ..)| pool.clone()).collect();
     let (usage, sibling) = context
         .usage(&pools, |app| subject.is(app))
-        .map_err(|error| Refusal::Cluster {
-            subject: label.clone(),
-            error,
-        })?;
+        .map_err(|error| Refusal::cluster(&label, error))?;
     let mut problems = Vec::new();
     let mut violations = Vec::new();
     for (pool, delta, budget) in &grown {

@@ -57,10 +57,9 @@ pub(super) fn switched_on(
             subject: subject.to_string(),
             error,
         })?;
-    let stored = context.listing(owned).map_err(|error| Refusal::Cluster {
-        subject: subject.to_string(),
-        error,
-    })?;
+    let stored = context
+        .listing(owned)
+        .map_err(|error| Refusal::cluster(subject, error))?;
     let mut modules = Modules::default();
     for module in implied {
         let exists = stored

@@ -55,6 +55,25 @@ impl ListQuery {
         }
     }
 
+    /// The request a policy's list lookup makes, from its parts: the resource
+    /// (`apiVersion`, `kind`), the namespace (`None`: `list_resources_all`) and the selectors.
+    pub fn new(
+        (api_version, kind): (&str, &str),
+        namespace: Option<&str>,
+        label_selector: Option<String>,
+        field_selector: Option<String>,
+    ) -> Self {
+        let query = match namespace {
+            Some(namespace) => ListQuery::in_namespace(api_version, kind, namespace),
+            None => ListQuery::all(api_version, kind),
+        };
+        ListQuery {
+            label_selector,
+            field_selector,
+            ..query
+        }
+    }
+
     pub fn with_label_selector(mut self, selector: impl Into<String>) -> Self {
         self.label_selector = Some(selector.into());
         self
@@ -286,6 +305,25 @@ mod tests {
 
     fn releases() -> ListQuery {
         ListQuery::all(HR, "HelmRelease")
+    }
+
+    #[test]
+    fn a_lookup_s_parts_make_the_request_of_its_scope() {
+        assert_eq!(
+            ListQuery::new((HR, "HelmRelease"), None, None, None),
+            releases()
+        );
+        assert_eq!(
+            ListQuery::new(
+                (HR, "HelmRelease"),
+                Some("tenant-a"),
+                Some("app".into()),
+                Some("metadata.name=x".into())
+            ),
+            ListQuery::in_namespace(HR, "HelmRelease", "tenant-a")
+                .with_label_selector("app")
+                .with_field_selector("metadata.name=x")
+        );
     }
 
     #[test]

@@ -25,24 +25,19 @@ pub struct Stored(pub ObjectStore);
 
 impl Kubernetes for Stored {
     fn list(&self, lookup: &Lookup, field_masks: &BTreeSet<String>) -> Result<Vec<u8>, String> {
+        // The host's list request for `lookup`: its resource, namespace and selectors.
+        let query = ListQuery::new(
+            lookup.resource(),
+            lookup.namespace(),
+            lookup.label_selector(),
+            lookup.field_selector(),
+        );
         let answer = self
             .0
-            .list(&list_query(lookup), Some(field_masks))
+            .list(&query, Some(field_masks))
             .map_err(|e| format!("{}: {e}", lookup.describe()))?;
         serde_json::to_vec(&answer).map_err(|e| e.to_string())
     }
-}
-
-/// The host's list request for `lookup`: its resource, namespace and selectors.
-pub fn list_query(lookup: &Lookup) -> ListQuery {
-    let (api_version, kind) = lookup.resource();
-    let mut query = match lookup.namespace() {
-        Some(namespace) => ListQuery::in_namespace(api_version, kind, namespace),
-        None => ListQuery::all(api_version, kind),
-    };
-    query.label_selector = lookup.label_selector();
-    query.field_selector = lookup.field_selector();
-    query
 }
 
 /// What a dump that cannot give a ledger lacks: a dump of the wrong resources is the common

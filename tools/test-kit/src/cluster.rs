@@ -29,14 +29,12 @@ impl Default for Fixture {
 
 /// The host's list request for `lookup`.
 pub fn list_query(lookup: &Lookup) -> ListQuery {
-    let (api_version, kind) = lookup.resource();
-    let mut query = match lookup.namespace() {
-        Some(namespace) => ListQuery::in_namespace(api_version, kind, namespace),
-        None => ListQuery::all(api_version, kind),
-    };
-    query.label_selector = lookup.label_selector();
-    query.field_selector = lookup.field_selector();
-    query
+    ListQuery::new(
+        lookup.resource(),
+        lookup.namespace(),
+        lookup.label_selector(),
+        lookup.field_selector(),
+    )
 }
 
 impl Fixture {

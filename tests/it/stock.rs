@@ -8,8 +8,7 @@ use kubewarden_policy_sdk::settings::Validatable;
 use rstest::rstest;
 use serde_json::{Value, json};
 
-mod common;
-use common::*;
+use crate::common::*;
 
 /// The kinds a tenant writes (Tenant and the modules aside), at their chart defaults.
 const KINDS: &[&str] = &[

@@ -2,8 +2,7 @@
 
 use serde_json::{Value, json};
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[test]
 fn gpu_entries_charge_their_class_and_all_classes() {

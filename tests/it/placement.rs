@@ -3,8 +3,7 @@
 
 use serde_json::{Value, json};
 
-mod common;
-use common::*;
+use crate::common::*;
 
 fn vm(k8s: &Fixture, ns: &str) -> Verdict {
     create(k8s, "VMInstance", ns, "vm", json!({}))

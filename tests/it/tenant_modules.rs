@@ -3,8 +3,7 @@
 
 use serde_json::{Value, json};
 
-mod common;
-use common::*;
+use crate::common::*;
 
 /// Settings of a stock installation with small, fixed module blocks: the mechanism is tested
 /// here, the real blocks in the charge tables.

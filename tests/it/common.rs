@@ -1,10 +1,8 @@
 //! The test kit of the integration tests: real Cozystack clusters, requests and the
 //! policy's answers, through the crate's public API only.
 
-#![allow(dead_code, unused_imports)] // each test binary uses its own part of the kit
-
 use serde_json::{Value, json};
-pub use tenant_reservation_policy::cluster::{Kubernetes, Lookup, Source};
+pub use tenant_reservation_policy::cluster::{Lookup, Source};
 pub use tenant_reservation_policy::quantity::Quantity;
 pub use tenant_reservation_policy::settings::Settings;
 pub use tenant_reservation_policy::{

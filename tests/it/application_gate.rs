@@ -2,8 +2,7 @@
 
 use serde_json::{Value, json};
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[test]
 fn create_that_fits_is_accepted_and_one_that_does_not_is_explained() {

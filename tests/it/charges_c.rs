@@ -1,8 +1,7 @@
 //! What the networking kinds and tenant modules (group c) reserve, case by case as their charts render them.
+use crate::common::*;
 use rstest::rstest;
 use serde_json::{Value, json};
-mod common;
-use common::*;
 
 /// Asserts the exact charge (every key), or the exact refusal.
 fn check(kind: &str, spec: Value, want: Result<&[(&str, &str)], &str>) {

@@ -1,8 +1,7 @@
 //! What the databases and messaging kinds (group b) reserve: each chart's render, template by template.
+use crate::common::*;
 use rstest::rstest;
 use serde_json::{Value, json};
-mod common;
-use common::*;
 
 /// What an application of `kind` with `spec` is charged, with the A10 device mapped to
 /// class `a10` (`gpu_settings`), against `want`: the exact charge (every key) or the exact

@@ -3,8 +3,7 @@
 
 use serde_json::{Value, json};
 
-mod common;
-use common::*;
+use crate::common::*;
 
 fn lookup_tenant(namespace: &str, release: &str) -> Lookup {
     Lookup::Tenant {

@@ -2,8 +2,7 @@
 
 use serde_json::json;
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[test]
 fn settings_that_do_not_parse_are_invalid_not_an_error() {

@@ -2,8 +2,7 @@
 
 use serde_json::{Value, json};
 
-mod common;
-use common::*;
+use crate::common::*;
 
 /// tenant-a: 10 cpu, 40Gi; sub-tenant x declares 4 cpu, 8Gi; a VM in tenant-a reserves 4Gi.
 fn parent_pool(extra: Vec<Value>) -> Fixture {

@@ -3,8 +3,7 @@
 use serde_json::json;
 use tenant_reservation_policy::ledger::ledger;
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[test]
 fn the_ledger_shows_each_pool_and_key_with_its_holders() {

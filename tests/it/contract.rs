@@ -4,8 +4,7 @@
 
 use serde_json::json;
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[test]
 fn evaluation_failures_name_the_field() {

@@ -1,8 +1,7 @@
 //! What each kind of group A (VMs, disks, Kubernetes, platform modules) reserves: the exact charge its chart renders.
+use crate::common::*;
 use rstest::rstest;
 use serde_json::{Value, json};
-mod common;
-use common::*;
 
 /// GPU device classes: the A10 of the VM charts, and the A400 of the gn1 instance types.
 fn settings() -> Settings {
