@@ -30,7 +30,7 @@ use crate::keys::{KIND_LABEL, TENANT_KIND};
 
 pub use masks::application_masks;
 pub use parse::{
-    Application, parse_applications, parse_definitions, parse_instance_types, parse_schema,
+    Application, parse_applications, parse_definitions, parse_instance_types, parse_schemas,
 };
 
 /// `helm.toolkit.fluxcd.io/v2` HelmRelease: how Cozystack stores an application.
@@ -53,8 +53,9 @@ pub(crate) const APPLICATION_FIXED_MASKS: &[&str] =
 pub enum Lookup {
     /// Every ApplicationDefinition, without its schema.
     Definitions,
-    /// One ApplicationDefinition's `openAPISchema`, by the definition's name.
-    Schema { definition: String },
+    /// Every ApplicationDefinition's `openAPISchema`: one list for all (a list by name would be
+    /// one more reflector, an initial LIST and a WATCH, in policy-server for each kind read).
+    Schemas,
     /// One Tenant's HelmRelease, by its namespace and release name: a tenant above the
     /// namespace written to.
     Tenant { namespace: String, release: String },
@@ -63,10 +64,10 @@ pub enum Lookup {
     /// Every application of the cluster: the ledger's one read, and an admission's once it
     /// has listed `NAMESPACE_LISTS` namespaces one by one.
     AllApplications,
-    /// One VirtualMachineClusterInstancetype, by name: a pool uses a few of the hundred a
-    /// Cozystack installs, and their description annotations (kept whole, as all metadata
-    /// is) are most of their size.
-    InstanceType { name: String },
+    /// Every VirtualMachineClusterInstancetype, pruned to its sizes: one list for all, for the
+    /// same reason (the hundred a Cozystack installs are small once pruned: their description
+    /// annotations, most of their size, are not kept).
+    InstanceTypes,
 }
 
 /// What a lookup reads, without its parameters: for fixtures that answer every lookup of one
@@ -84,21 +85,21 @@ impl Lookup {
     pub fn source(&self) -> Source {
         match self {
             Lookup::Definitions => Source::Definitions,
-            Lookup::Schema { .. } => Source::Schema,
+            Lookup::Schemas => Source::Schema,
             Lookup::Tenant { .. } => Source::Tenant,
             Lookup::Applications { .. } | Lookup::AllApplications => Source::Applications,
-            Lookup::InstanceType { .. } => Source::InstanceTypes,
+            Lookup::InstanceTypes => Source::InstanceTypes,
         }
     }
 
     /// The listed resource: (apiVersion, kind).
     pub fn resource(&self) -> (&'static str, &'static str) {
         match self {
-            Lookup::Definitions | Lookup::Schema { .. } => APPLICATION_DEFINITION,
+            Lookup::Definitions | Lookup::Schemas => APPLICATION_DEFINITION,
             Lookup::Tenant { .. } | Lookup::Applications { .. } | Lookup::AllApplications => {
                 HELM_RELEASE
             }
-            Lookup::InstanceType { .. } => INSTANCE_TYPE,
+            Lookup::InstanceTypes => INSTANCE_TYPE,
         }
     }
 
@@ -123,9 +124,7 @@ impl Lookup {
 
     pub fn field_selector(&self) -> Option<String> {
         match self {
-            Lookup::Schema { definition } => Some(format!("metadata.name={definition}")),
             Lookup::Tenant { release, .. } => Some(format!("metadata.name={release}")),
-            Lookup::InstanceType { name } => Some(format!("metadata.name={name}")),
             _ => None,
         }
     }
@@ -151,8 +150,8 @@ impl Lookup {
                 "spec.release.prefix",
                 "spec.reservation",
             ],
-            Lookup::Schema { .. } => &["metadata.name", "spec.application.openAPISchema"],
-            Lookup::InstanceType { .. } => &[
+            Lookup::Schemas => &["metadata.name", "spec.application.openAPISchema"],
+            Lookup::InstanceTypes => &[
                 "metadata.name",
                 "spec.cpu.guest",
                 "spec.gpus",
@@ -165,9 +164,8 @@ impl Lookup {
     pub fn describe(&self) -> String {
         let (api_version, kind) = self.resource();
         match self {
-            Lookup::Definitions => format!("{api_version} {kind}"),
-            Lookup::Schema { definition } => format!("{api_version} {kind} {definition}"),
-            Lookup::InstanceType { name } => format!("{api_version} {kind} {name}"),
+            Lookup::Definitions | Lookup::InstanceTypes => format!("{api_version} {kind}"),
+            Lookup::Schemas => format!("the schemas of every {api_version} {kind}"),
             Lookup::Tenant { namespace, release } => {
                 format!("{api_version} {kind} {namespace}/{release}")
             }

@@ -142,12 +142,9 @@ pub fn parse_definitions(bytes: &[u8]) -> Result<Vec<ApplicationDefinition>, Clu
         .collect())
 }
 
-/// One definition's `openAPISchema` (its raw JSON string token), from the list of that
-/// definition alone; `None` when the list holds no such definition (it was deleted).
-pub fn parse_schema(
-    definition: &str,
-    bytes: &[u8],
-) -> Result<Option<Option<Box<RawValue>>>, ClusterError> {
+/// Every definition's `openAPISchema` (its raw JSON string token, parsed only for the
+/// definitions a request evaluates), by the definition's name.
+pub fn parse_schemas(bytes: &[u8]) -> Result<HashMap<String, Option<Box<RawValue>>>, ClusterError> {
     #[derive(Deserialize)]
     struct Schema {
         metadata: Metadata,
@@ -166,8 +163,8 @@ pub fn parse_schema(
     let items: Vec<Schema> = parse_list(APPLICATION_DEFINITION, bytes)?;
     Ok(items
         .into_iter()
-        .find(|d| d.metadata.name == definition)
-        .map(|d| d.spec.application.open_api_schema))
+        .map(|d| (d.metadata.name, d.spec.application.open_api_schema))
+        .collect())
 }
 
 #[derive(Deserialize)]

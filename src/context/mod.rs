@@ -64,7 +64,9 @@ impl Unevaluable {
 }
 
 /// An instance type as read by name: `Ok(None)` when there is none of that name.
-type InstanceTypeRead = Result<Option<InstanceTypeSize>, String>;
+type Schemas = HashMap<String, Option<Box<serde_json::value::RawValue>>>;
+
+type InstanceTypeSizes = BTreeMap<String, Result<InstanceTypeSize, String>>;
 
 type Charge = Result<Option<Resources>, ChargeError>;
 
@@ -85,8 +87,11 @@ pub struct Context<'k> {
     definitions: OnceCell<Result<Definitions, ClusterError>>,
     /// The field masks of every applications' list: what the reservations in force read.
     application_masks: OnceCell<BTreeSet<String>>,
-    /// The instance types read, by name.
-    instance_types: RefCell<HashMap<String, InstanceTypeRead>>,
+    /// Every definition's schema, by the definition's name: read in one list the first time
+    /// a definition is prepared.
+    schemas: OnceCell<Result<Schemas, String>>,
+    /// Every instance type, by name: read in one list the first time one is needed.
+    instance_types: OnceCell<Result<InstanceTypeSizes, String>>,
     governing: RefCell<HashMap<String, Result<Rc<Governing>, ChargeError>>>,
     /// By kind, then by the application's values as listed: a charge depends on nothing else,
     /// and once pruned by the field masks the values of applications of the same size are
@@ -112,7 +117,8 @@ impl<'k> Context<'k> {
             k8s,
             definitions: OnceCell::new(),
             application_masks: OnceCell::new(),
-            instance_types: RefCell::new(HashMap::new()),
+            schemas: OnceCell::new(),
+            instance_types: OnceCell::new(),
             governing: RefCell::new(HashMap::new()),
             charges: RefCell::new(HashMap::new()),
             owners: RefCell::new(HashMap::new()),
@@ -190,7 +196,7 @@ impl<'k> Context<'k> {
         prepared
     }
 
-    /// `definition`'s `openAPISchema`, read alone: the schemas are most of the definitions.
+    /// `definition`'s `openAPISchema`, from the one list of every schema.
     fn schema(
         &self,
         definition: &ApplicationDefinition,
@@ -200,14 +206,18 @@ impl<'k> Context<'k> {
             definition: name.clone(),
             reason,
         };
-        let lookup = Lookup::Schema {
-            definition: name.clone(),
-        };
-        let answer =
-            cluster::list_fixed(self.k8s, &lookup).map_err(|e| unanswered(e.to_string()))?;
-        cluster::parse_schema(name, &answer)
-            .map_err(|e| unanswered(e.to_string()))?
-            .ok_or_else(|| unanswered("the definition is no longer listed".to_string()))
+        let all = self.schemas.get_or_init(|| {
+            cluster::list_fixed(self.k8s, &Lookup::Schemas)
+                .and_then(|answer| cluster::parse_schemas(&answer))
+                .map_err(|e| e.to_string())
+        });
+        match all {
+            Ok(schemas) => schemas
+                .get(name)
+                .cloned()
+                .ok_or_else(|| unanswered("the definition is no longer listed".to_string())),
+            Err(reason) => Err(unanswered(reason.clone())),
+        }
     }
 
     /// What one application of `kind` with `values` reserves. `Ok(None)`: the kind is exempt
@@ -325,25 +335,19 @@ impl<'k> Context<'k> {
 
 impl InstanceTypes for Context<'_> {
     fn lookup(&self, name: &str) -> Result<Option<InstanceTypeSize>, String> {
-        if let Some(known) = self.instance_types.borrow().get(name) {
-            return known.clone();
+        // A name no object can have is not asked for.
+        if !is_object_name(name) {
+            return Ok(None);
         }
-        // A name no object can have is not asked for (nor put in a field selector).
-        let read = if is_object_name(name) {
-            let lookup = Lookup::InstanceType {
-                name: name.to_string(),
-            };
-            cluster::list_fixed(self.k8s, &lookup)
+        let all = self.instance_types.get_or_init(|| {
+            cluster::list_fixed(self.k8s, &Lookup::InstanceTypes)
                 .and_then(|answer| cluster::parse_instance_types(&answer))
                 .map_err(|e| format!("cannot read the instance types: {e}"))
-                .and_then(|types| types.get(name).cloned().transpose())
-        } else {
-            Ok(None)
-        };
-        self.instance_types
-            .borrow_mut()
-            .insert(name.to_string(), read.clone());
-        read
+        });
+        match all {
+            Ok(sizes) => sizes.get(name).cloned().transpose(),
+            Err(e) => Err(e.clone()),
+        }
     }
 }
 

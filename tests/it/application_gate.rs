@@ -83,7 +83,7 @@ fn shrinking_passes_even_over_budget() {
     );
     assert!(same.allowed, "{same:?}");
     // Nothing grows: the pool is not read, only the tenants above and the two sizes, their
-    // instance types by name (u1.medium, the default, and u1.small; then u1.medium alone).
+    // instance types in one list (u1.medium, the default, and u1.small; then u1.medium).
     let above = [
         Source::Definitions,
         Source::Tenant,
@@ -93,7 +93,7 @@ fn shrinking_passes_even_over_budget() {
     let it = Source::InstanceTypes;
     assert_eq!(
         k8s.sources(),
-        [&above[..], &[it, it], &above[..], &[it]].concat()
+        [&above[..], &[it], &above[..], &[it]].concat()
     );
 }
 

@@ -60,21 +60,15 @@ fn host_calls_follow_the_pool_not_its_size_nor_the_cluster() {
             // The tenants above the namespace, up to tenant-root.
             lookup_tenant("tenant-root", "tenant-foo"),
             lookup_tenant("tenant-root", "tenant-root"),
-            // The subject's kind, evaluated first.
-            Lookup::Schema {
-                definition: "postgres".into()
-            },
+            // The subject's kind, evaluated first: every schema in one list (each list is a
+            // reflector in policy-server).
+            Lookup::Schemas,
             // foo's pool: its one namespace.
             Lookup::Applications {
                 namespace: "tenant-foo".into()
             },
-            Lookup::Schema {
-                definition: "vm-instance".into()
-            },
-            // The one instance type the pool's VMs use, by name.
-            Lookup::InstanceType {
-                name: "u1.medium".into()
-            },
+            // The instance types the pool's VMs use: every one in one list.
+            Lookup::InstanceTypes,
         ]
     );
     // The HelmReleases are pruned to what the definitions' reservations read.
@@ -318,7 +312,7 @@ fn a_host_answer_that_is_not_a_list_is_refused() {
 }
 
 #[test]
-fn an_instance_type_is_read_by_name_once_and_a_name_no_object_can_have_never() {
+fn the_instance_types_are_read_once_and_not_for_a_name_no_object_can_have() {
     let k8s = foo_pool(Vec::new());
     let v = create(
         &k8s,
@@ -336,10 +330,10 @@ fn an_instance_type_is_read_by_name_once_and_a_name_no_object_can_have_never() {
     let instance_types = |k8s: &Fixture| -> Vec<Lookup> {
         k8s.calls()
             .into_iter()
-            .filter(|l| matches!(l, Lookup::InstanceType { .. }))
+            .filter(|l| matches!(l, Lookup::InstanceTypes))
             .collect()
     };
-    // Never a field selector built from the value.
+    // Not read for a name no object can have (such a name was never put in a selector).
     assert_eq!(instance_types(&k8s), []);
     k8s.forget_calls();
     let v = create(
@@ -350,13 +344,8 @@ fn an_instance_type_is_read_by_name_once_and_a_name_no_object_can_have_never() {
         json!({"instanceType": "u1.medium"}),
     );
     assert!(v.allowed, "{v:?}");
-    // The subject and the pool's two VMs (one at the default) use one type, read once.
-    assert_eq!(
-        instance_types(&k8s),
-        [Lookup::InstanceType {
-            name: "u1.medium".into()
-        }]
-    );
+    // The subject and the pool's two VMs (one at the default): the list read once.
+    assert_eq!(instance_types(&k8s), [Lookup::InstanceTypes]);
 }
 
 /// tenant-root -> foo (bounds storage at `budget`) holding one 1Gi disk, with 11 unbounded

@@ -46,10 +46,13 @@ pub enum Source {
 }
 
 impl Source {
-    pub fn of(query: &ListQuery) -> Source {
+    /// The source of a list, by its query and masks (the schemas are the definitions' list
+    /// with other masks: another reflector).
+    pub fn of(query: &ListQuery, masks: Option<&BTreeSet<String>>) -> Source {
+        let schemas = masks.is_some_and(|m| m.contains("spec.application.openAPISchema"));
         match (query.kind.as_str(), query.field_selector.is_some()) {
-            ("ApplicationDefinition", false) => Source::Definitions,
-            ("ApplicationDefinition", true) => Source::Schema,
+            ("ApplicationDefinition", _) if schemas => Source::Schema,
+            ("ApplicationDefinition", _) => Source::Definitions,
             ("HelmRelease", true) => Source::Tenant,
             ("HelmRelease", false) if query.namespace.is_some() => Source::Applications,
             ("VirtualMachineClusterInstancetype", _) => Source::InstanceTypes,
@@ -60,10 +63,10 @@ impl Source {
     pub fn name(self) -> &'static str {
         match self {
             Source::Definitions => "definitions (all, no schemas)",
-            Source::Schema => "a definition's schema (by name)",
+            Source::Schema => "the definitions' schemas (all)",
             Source::Tenant => "a tenant above (by name)",
             Source::Applications => "a namespace's applications",
-            Source::InstanceTypes => "instance types",
+            Source::InstanceTypes => "instance types (all)",
             Source::Other => "other",
         }
     }
@@ -207,7 +210,7 @@ impl HostModel {
                 self.request.list_pages += opened.list_pages;
                 let l = &mut self.lifetime;
                 l.count += 1;
-                *l.by_source.entry(Source::of(query)).or_default() += 1;
+                *l.by_source.entry(Source::of(query, masks)).or_default() += 1;
                 l.objects += opened.objects;
                 l.list_bytes += opened.list_bytes;
                 l.list_pages += opened.list_pages;
@@ -230,7 +233,11 @@ impl HostModel {
         self.request.host += start.elapsed() - untimed;
         self.request.calls += 1;
         self.request.answer_bytes += bytes.len();
-        let source = self.request.by_source.entry(Source::of(query)).or_default();
+        let source = self
+            .request
+            .by_source
+            .entry(Source::of(query, masks))
+            .or_default();
         source.0 += 1;
         source.1 += bytes.len();
         let mut h = DefaultHasher::new();

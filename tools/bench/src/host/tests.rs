@@ -66,9 +66,7 @@ fn answers_are_host_sims_items_and_selectors_are_the_api_servers() {
     let mut host = HostModel::new(api);
     for lookup in [
         Lookup::Definitions,
-        Lookup::Schema {
-            definition: "postgres".into(),
-        },
+        Lookup::Schemas,
         Lookup::Tenant {
             namespace: "tenant-root".into(),
             release: "tenant-a".into(),
