@@ -150,9 +150,14 @@ class PolicyServer:
         self.session = requests.Session()
 
     def review(self, body):
+        # The engine's known stall (a reflector's initial LIST hanging until kube-rs's 290 s
+        # watch timeout; a blocked host call is not interrupted) is a figure, not a crash.
         t = time.monotonic()
-        r = self.session.post(f"{self.url}/validate/{POLICY_ID}", data=body, verify=False,
-                              headers={"Content-Type": "application/json"}, timeout=120)
+        try:
+            r = self.session.post(f"{self.url}/validate/{POLICY_ID}", data=body, verify=False,
+                                  headers={"Content-Type": "application/json"}, timeout=120)
+        except requests.exceptions.ReadTimeout:
+            return float("inf"), "policy-server stalled (no answer in 120 s)"
         return time.monotonic() - t, verdict(r.json())
 
     def rss_mb(self):
