@@ -196,11 +196,12 @@ fn draw(args: &LedgerArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
     if let Some(path) = &args.what_if {
         let document = read_document(path)?;
         let decision = what_if::decide(&document, &settings_value, k8s)?;
-        match args.output {
-            Output::Table | Output::Wide => write!(out, "{}", decision.render())?,
-            Output::Json => writeln!(out, "{:#}", decision.to_json())?,
-            Output::Yaml => write!(out, "{}", serde_yaml::to_string(&decision.to_json())?)?,
-        }
+        emit(
+            out,
+            args.output,
+            |_| decision.render(),
+            || decision.to_json(),
+        )?;
         return Ok(if decision.verdict.allowed {
             OK
         } else {
@@ -210,11 +211,12 @@ fn draw(args: &LedgerArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
     let settings = settings::parse(&settings_value)?;
     if let Some(path) = &args.compare {
         let comparison = compare_with(path, &settings, &source, k8s, args)?;
-        match args.output {
-            Output::Table | Output::Wide => write!(out, "{}", comparison.render())?,
-            Output::Json => writeln!(out, "{:#}", comparison.to_json())?,
-            Output::Yaml => write!(out, "{}", serde_yaml::to_string(&comparison.to_json())?)?,
-        }
+        emit(
+            out,
+            args.output,
+            |_| comparison.render(),
+            || comparison.to_json(),
+        )?;
         for warning in &comparison.warnings {
             writeln!(err, "warning: {warning}")?;
         }
@@ -224,16 +226,12 @@ fn draw(args: &LedgerArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
     if let Some(namespace) = &args.namespace {
         only_the_pool_of(&mut ledger, namespace)?;
     }
-    match args.output {
-        Output::Table => write!(out, "{}", table::render(&ledger, false))?,
-        Output::Wide => write!(out, "{}", table::render(&ledger, true))?,
-        Output::Json => writeln!(out, "{:#}", with_source(ledger.to_json(), &source))?,
-        Output::Yaml => write!(
-            out,
-            "{}",
-            serde_yaml::to_string(&with_source(ledger.to_json(), &source))?
-        )?,
-    }
+    emit(
+        out,
+        args.output,
+        |wide| table::render(&ledger, wide),
+        || with_source(ledger.to_json(), &source),
+    )?;
     for warning in table::warnings(&ledger) {
         writeln!(err, "warning: {warning}")?;
     }
@@ -244,6 +242,22 @@ fn draw(args: &LedgerArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
         .map(|line| format!("{} {}", line.standing.pool, line.standing.key))
         .collect();
     over_budget_exit(args, over, err)
+}
+
+/// Writes a result as `-o` asks: `human(wide)` for table and wide, `json()` for JSON and YAML.
+fn emit(
+    out: &mut dyn Write,
+    output: Output,
+    human: impl FnOnce(bool) -> String,
+    json: impl FnOnce() -> Value,
+) -> Result<()> {
+    match output {
+        Output::Table => write!(out, "{}", human(false))?,
+        Output::Wide => write!(out, "{}", human(true))?,
+        Output::Json => writeln!(out, "{:#}", json())?,
+        Output::Yaml => write!(out, "{}", serde_yaml::to_string(&json())?)?,
+    }
+    Ok(())
 }
 
 /// Exit code 3 under `--fail-over-budget` when `over` (pool and key) is not empty.
@@ -263,14 +277,10 @@ fn with_source(mut json: Value, source: &Source) -> Value {
 
 /// Keeps the lines of the pool that holds `namespace` (its own namespace or a member's).
 fn only_the_pool_of(ledger: &mut Ledger, namespace: &str) -> Result<()> {
-    let holds = |line: &tenant_reservation_policy::ledger::PoolLine| {
-        line.standing.pool == namespace || line.namespaces.iter().any(|n| n == namespace)
-    };
-    if !ledger.pools.iter().any(holds) {
-        bail!("no pool holds namespace {namespace} (no Tenant above it declares resourceQuotas)");
-    }
-    ledger.pools.retain(holds);
-    Ok(())
+    ledger
+        .pools
+        .retain(|line| compare::holds(&line.standing.pool, &line.namespaces, namespace));
+    compare::held_somewhere(!ledger.pools.is_empty(), namespace)
 }
 
 /// The comparison `--compare FILE` asks for.
@@ -293,7 +303,7 @@ fn compare_with(
             &with_source(now.to_json(), source),
         )?
     } else {
-        let then_value = settings::from_text(&std::fs::read_to_string(path)?)
+        let then_value = settings::from_document(document)
             .with_context(|| format!("settings file {file_label}"))?;
         let then_settings =
             settings::parse(&then_value).with_context(|| format!("settings file {file_label}"))?;

@@ -30,6 +30,24 @@ pub struct Line {
     namespaces: BTreeSet<String>,
 }
 
+/// Whether the pool `pool` with its member `namespaces` holds `namespace` (`-n`): its own
+/// namespace or a member's.
+pub fn holds<'a>(
+    pool: &str,
+    namespaces: impl IntoIterator<Item = &'a String>,
+    namespace: &str,
+) -> bool {
+    pool == namespace || namespaces.into_iter().any(|n| n == namespace)
+}
+
+/// `-n NAMESPACE` kept no line: the error that says so.
+pub fn held_somewhere(kept: bool, namespace: &str) -> Result<()> {
+    if !kept {
+        bail!("no pool holds namespace {namespace} (no Tenant above it declares resourceQuotas)");
+    }
+    Ok(())
+}
+
 /// Whether `document` is a ledger in its JSON form (not settings, not a manifest).
 pub fn is_ledger(document: &Value) -> bool {
     document.get("apiVersion").is_none() && document["pools"].is_array()
@@ -159,13 +177,8 @@ impl Comparison {
     /// Keeps the lines of the pool that holds `namespace`.
     pub fn only_namespace(&mut self, namespace: &str) -> Result<()> {
         self.lines
-            .retain(|l| l.pool == namespace || l.namespaces.contains(namespace));
-        if self.lines.is_empty() {
-            bail!(
-                "no pool holds namespace {namespace} (no Tenant above it declares resourceQuotas)"
-            );
-        }
-        Ok(())
+            .retain(|l| holds(&l.pool, &l.namespaces, namespace));
+        held_somewhere(!self.lines.is_empty(), namespace)
     }
 
     /// The pools and keys over budget under what would run.

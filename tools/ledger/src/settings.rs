@@ -90,7 +90,7 @@ pub fn deployed(policies: &[Value], wanted: Option<&str>) -> Result<Option<(Stri
     match chosen.as_slice() {
         [] => Ok(None),
         [policy] => {
-            let settings = from_text(&serde_json::to_string(policy)?)
+            let settings = from_document((*policy).clone())
                 .with_context(|| format!("ClusterAdmissionPolicy {}", name(policy)))?;
             Ok(Some((name(policy), settings)))
         }
@@ -129,7 +129,11 @@ pub fn from_text(text: &str) -> Result<Value> {
         .transpose()
         .context("not valid YAML or JSON")?
         .unwrap_or(serde_yaml::Value::Null);
-    let doc: Value = serde_json::to_value(doc).context("not JSON-compatible")?;
+    from_document(serde_json::to_value(doc).context("not JSON-compatible")?)
+}
+
+/// The settings of a settings document or a policy manifest already read.
+pub fn from_document(doc: Value) -> Result<Value> {
     let is_policy = doc["apiVersion"]
         .as_str()
         .is_some_and(|v| v.starts_with("policies.kubewarden.io/"));
