@@ -141,6 +141,55 @@ assert (mem["reserved"], mem["overBudget"], mem["reservedBy"]) == ("10Gi", "2Gi"
     kubectl delete -f examples/plugin/rbac.yaml >/dev/null
 }
 
+@test "a tenant's view: with what Cozystack's tenant roles read, the policy's figures for the tenant's pools, and what it cannot see" {
+    app Tenant tenant-root qux '{"resourceQuotas":{"cpu":"4","memory":"8Gi","storage":"20Gi"}}'
+    app Tenant tenant-qux dev '{"resourceQuotas":{"cpu":"1","memory":"2Gi","storage":"5Gi"}}'
+    app Tenant tenant-qux open '{}'
+    app VMInstance tenant-qux vm1 '{"instanceType":"u1.medium"}'
+    app VMInstance tenant-qux-dev vm1 '{"instanceType":"u1.small"}'
+    app VMInstance tenant-qux-open vm1 '{"instanceType":"u1.small"}'
+    kubectl apply -f scripts/cluster/cozystack-tenant-roles.yaml >/dev/null
+    # As the tenant chart binds it: qux's viewers in qux and below; dev's in dev only.
+    local ns
+    for ns in tenant-qux tenant-qux-dev tenant-qux-open; do
+        kubectl create rolebinding cozy:tenant:view -n "$ns" --clusterrole cozy:tenant:view --group tenant-qux-view >/dev/null
+    done
+    kubectl create rolebinding cozy:tenant:view:dev -n tenant-qux-dev --clusterrole cozy:tenant:view --group tenant-qux-dev-view >/dev/null
+    [ "$(kubectl auth can-i list helmreleases.helm.toolkit.fluxcd.io -n tenant-qux --as carol --as-group tenant-qux-view)" = no ]
+
+    run --separate-stderr kubectl cozystack-reservations -n tenant-qux -o json --holders all
+    [ "$status" -eq 0 ]
+    local as_admin=$output
+    run --separate-stderr kubectl cozystack-reservations -n tenant-qux -o json --holders all --as carol --as-group tenant-qux-view
+    [ "$status" -eq 0 ]
+    [[ "$stderr" == *"view: the user may not list helmreleases cluster-wide"*"view: tenant tenant-qux, as its Cozystack roles read it"* ]]
+    [[ "$stderr" == *'note: tenant-qux declares cpu, memory, storage; any other key counts in an ancestor'* ]]
+    # The same pools, figure for figure, holder for holder, as the cluster's view.
+    [ "$(jq -cS .pools <<<"$output")" = "$(jq -cS .pools <<<"$as_admin")" ]
+    [ "$(jq -r .view.tenant <<<"$output")" = tenant-qux ]
+    # memory: 8Gi, 2Gi carved out by dev, vm1 (4Gi) and open's vm1 (2Gi) reserved.
+    [ "$(jq -r '.pools[] | select(.key == "memory") | "\(.carved) \(.reserved) \(.available)"' <<<"$output")" = "2Gi 6Gi 0" ]
+
+    # A sub-tenant's own view, and a viewer of the sub-tenant only.
+    run --separate-stderr kubectl cozystack-reservations -n tenant-qux-dev --as dave --as-group tenant-qux-dev-view
+    [ "$status" -eq 0 ]
+    grep -Eq '^tenant-qux-dev +memory +2Gi +0 +2Gi \(1\) +0 +ok +VMInstance tenant-qux-dev/vm1 2Gi$' <<<"$output"
+    run --separate-stderr kubectl cozystack-reservations -n tenant-qux --as dave --as-group tenant-qux-dev-view
+    [ "$status" -eq 2 ]
+    [[ "$stderr" == *"error: $APISERVER_URL: the user may not get resourcequotas in tenant-qux: 403"*"needs Cozystack's cozy:tenant:view"* ]]
+
+    # A tenant that declares no quota has no pool of its own: nothing to show, and why.
+    run --separate-stderr kubectl cozystack-reservations -n tenant-qux-open --as carol --as-group tenant-qux-view
+    [ "$status" -eq 0 ]
+    [[ "$stderr" == *"note: tenant-qux-open declares no quota (no ResourceQuota tenant-quota): its applications count in an ancestor's pool"* ]]
+    ! grep -q '^tenant-' <<<"$output"
+
+    # A whole-cluster question from a tenant's view is refused, saying why.
+    run --separate-stderr kubectl cozystack-reservations -n tenant-qux --as carol --as-group tenant-qux-view --compare examples/plugin/vm-overhead.yaml
+    [ "$status" -eq 2 ]
+    [[ "$stderr" == *'--what-if and --compare judge the whole cluster'* ]]
+}
+
 @test "pagination: --chunk-size 1 reads every LIST a page at a time and draws the same ledger" {
     lists() { # LIST requests of HelmReleases the API server has served so far
         kubectl get --raw /metrics | awk '/^apiserver_request_total\{/ && /resource="helmreleases"/ && /verb="LIST"/ {n += $NF} END {print n + 0}'

@@ -12,8 +12,9 @@ This script makes what a test needs to stand in for it on a plain kube-apiserver
                          labelled apps.cozystack.io/application.{kind,group,name} and the
                          definition's release labels, chartRef from the definition, spec.values
                          = the application's spec verbatim; for a Tenant also what the tenant
-                         chart renders that the policy reads: the tenant's namespace and the
-                         HelmReleases of its modules (info always; etcd, monitoring, ingress,
+                         chart renders that the policy and the ledger read: the tenant's
+                         namespace, its ResourceQuota tenant-quota and the HelmReleases of its
+                         modules (info always; etcd, monitoring, ingress,
                          seaweedfs, computeplane when enabled)
 
   watch DEFS_DIR         what Cozystack's storage does, as a watcher: follows every
@@ -138,11 +139,63 @@ TENANT_MODULES = [
 ]
 
 
+# cozy-lib's rawQuotaKeys (_resources.tpl, resources.flattenResource): object counts, keyed as
+# themselves in a ResourceQuota.
+RAW_QUOTA_KEYS = {
+    "pods", "services", "services.loadbalancers", "services.nodeports", "services.clusterip",
+    "configmaps", "secrets", "persistentvolumeclaims", "replicationcontrollers", "resourcequotas",
+}
+BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+DECIMAL = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
+
+
+def to_float(value):
+    """cozy-lib.resources.toFloat: a quantity as a float."""
+    text = str(value)
+    for suffix, unit in {**BINARY, **DECIMAL}.items():
+        if text.endswith(suffix):
+            return float(text[: -len(suffix)]) * unit
+    return float(text)
+
+
+def quota_hard(quotas):
+    """What charts/tenant/templates/quota.yaml renders from resourceQuotas (cozy-lib's
+    resources.flatten over resources.sanitize, allocation ratios at their defaults: cpu 10,
+    memory 1, ephemeral-storage 40)."""
+    hard = {}
+    for key, value in quotas.items():
+        limit = str(value)
+        if key == "cpu":
+            request = repr(to_float(value) / 10)
+        elif key == "memory":
+            request = str(int(to_float(value)))
+        elif key == "ephemeral-storage":
+            request = str(int(to_float(value) / 40))
+        else:
+            request = value
+        for section, quantity in (("requests", request), ("limits", limit)):
+            if section == "limits" and key == "storage":
+                continue
+            if key in RAW_QUOTA_KEYS:
+                if section == "limits":
+                    hard[key] = str(quantity)
+                continue
+            hard[f"{section}.{key}"] = str(quantity)
+    return hard
+
+
 def tenant_tree(obj):
     name, parent = obj["metadata"]["name"], obj["metadata"]["namespace"]
     ns = owned_namespace(parent, name)
     values = obj.get("spec") or {}
     yield {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+    if values.get("resourceQuotas"):
+        yield {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": "tenant-quota", "namespace": ns},
+            "spec": {"hard": quota_hard(values["resourceQuotas"])},
+        }
     for key, kind, module, chart in TENANT_MODULES:
         if key is not None and not values.get(key):
             continue

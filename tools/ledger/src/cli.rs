@@ -17,6 +17,7 @@ use tenant_reservation_policy::ledger::{Ledger, ledger};
 use crate::compare::{self, Comparison};
 use crate::live::{CHUNK_SIZE, Connection, Live};
 use crate::settings::{self, Source};
+use crate::tenant::{self, TenantView};
 use crate::{state, table, what_if};
 
 /// Exit codes: the ledger was drawn, or the write fits.
@@ -91,6 +92,20 @@ pub struct LedgerArgs {
     /// Exit with 3 when a pool shown is over its budget (after --compare: under FILE).
     #[arg(long)]
     pub fail_over_budget: bool,
+    /// Whose view: `cluster` reads every pool (list on HelmReleases, ApplicationDefinitions
+    /// and instance types cluster-wide); `tenant` reads the pools of the tenant namespace `-n`
+    /// (else the context's) with what Cozystack's tenant roles grant; `auto` is `cluster` when
+    /// the user may list HelmReleases cluster-wide, else `tenant`.
+    #[arg(long, value_enum, default_value_t = View::Auto)]
+    pub view: View,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum View {
+    #[default]
+    Auto,
+    Cluster,
+    Tenant,
 }
 
 /// The flags' defaults, as clap gives them (`--holders 3`), for callers that build the flags.
@@ -114,6 +129,7 @@ impl Default for LedgerArgs {
             what_if: None,
             compare: None,
             fail_over_budget: false,
+            view: View::Auto,
         }
     }
 }
@@ -192,6 +208,18 @@ fn draw(args: &LedgerArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
     if !matches!(source, Source::File(_)) {
         writeln!(err, "settings: {source}")?;
     }
+    if let Cluster::Tenant(_, view) = &cluster {
+        writeln!(
+            err,
+            "view: tenant {}, as its Cozystack roles read it (its applications and sub-tenants, its ResourceQuota {}, the instance types)",
+            view.namespace,
+            tenant::QUOTA
+        )?;
+        for note in view.notes() {
+            writeln!(err, "note: {note}")?;
+        }
+    }
+    let namespace = cluster.namespace(args);
     let k8s = cluster.kubernetes();
     if let Some(path) = &args.what_if {
         let document = read_document(path)?;
@@ -210,7 +238,7 @@ fn draw(args: &LedgerArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
     }
     let settings = settings::parse(&settings_value)?;
     if let Some(path) = &args.compare {
-        let comparison = compare_with(path, &settings, &source, k8s, args)?;
+        let comparison = compare_with(path, &settings, &source, k8s, namespace.as_deref())?;
         emit(
             out,
             args.output,
@@ -223,14 +251,14 @@ fn draw(args: &LedgerArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
         return over_budget_exit(args, comparison.over_budget_after(), err);
     }
     let mut ledger = ledger(&settings, k8s, args.holders)?;
-    if let Some(namespace) = &args.namespace {
-        only_the_pool_of(&mut ledger, namespace)?;
+    if let Some(namespace) = &namespace {
+        only_the_pool_of(&mut ledger, namespace, &cluster)?;
     }
     emit(
         out,
         args.output,
         |wide| table::render(&ledger, wide),
-        || with_source(ledger.to_json(), &source),
+        || with_view(with_source(ledger.to_json(), &source), &cluster),
     )?;
     for warning in table::warnings(&ledger) {
         writeln!(err, "warning: {warning}")?;
@@ -269,6 +297,14 @@ fn over_budget_exit(args: &LedgerArgs, over: Vec<String>, err: &mut dyn Write) -
     Ok(OK)
 }
 
+/// The JSON ledger with whose view it is, when it is a tenant's.
+fn with_view(mut json: Value, cluster: &Cluster) -> Value {
+    if let Cluster::Tenant(_, view) = cluster {
+        json["view"] = serde_json::json!({ "tenant": view.namespace, "notes": view.notes() });
+    }
+    json
+}
+
 /// The JSON ledger with where its settings came from.
 fn with_source(mut json: Value, source: &Source) -> Value {
     json["settings"] = Value::String(source.to_string());
@@ -276,10 +312,14 @@ fn with_source(mut json: Value, source: &Source) -> Value {
 }
 
 /// Keeps the lines of the pool that holds `namespace` (its own namespace or a member's).
-fn only_the_pool_of(ledger: &mut Ledger, namespace: &str) -> Result<()> {
+fn only_the_pool_of(ledger: &mut Ledger, namespace: &str, cluster: &Cluster) -> Result<()> {
     ledger
         .pools
         .retain(|line| compare::holds(&line.standing.pool, &line.namespaces, namespace));
+    if matches!(cluster, Cluster::Tenant(..)) {
+        // A tenant that bounds nothing has no pool of its own; the view's notes say so.
+        return Ok(());
+    }
     compare::held_somewhere(!ledger.pools.is_empty(), namespace)
 }
 
@@ -289,7 +329,7 @@ fn compare_with(
     settings: &tenant_reservation_policy::settings::Settings,
     source: &Source,
     k8s: &dyn Kubernetes,
-    args: &LedgerArgs,
+    namespace: Option<&str>,
 ) -> Result<Comparison> {
     let document = read_document(path)?;
     let now = ledger(settings, k8s, usize::MAX)?;
@@ -315,7 +355,7 @@ fn compare_with(
             &then.to_json(),
         )?
     };
-    if let Some(namespace) = &args.namespace {
+    if let Some(namespace) = namespace {
         comparison.only_namespace(namespace)?;
     }
     Ok(comparison)
@@ -325,6 +365,8 @@ fn compare_with(
 pub enum Cluster {
     File(state::Stored),
     Live(Live),
+    /// One tenant's pools, read live with what its roles grant.
+    Tenant(Live, TenantView),
 }
 
 impl Cluster {
@@ -332,6 +374,22 @@ impl Cluster {
         match self {
             Cluster::File(stored) => stored,
             Cluster::Live(live) => live,
+            Cluster::Tenant(_, view) => &view.cluster,
+        }
+    }
+
+    fn live(&self) -> Option<&Live> {
+        match self {
+            Cluster::File(_) => None,
+            Cluster::Live(live) | Cluster::Tenant(live, _) => Some(live),
+        }
+    }
+
+    /// The namespace whose pools are shown: `-n`, or the tenant's in a tenant's view.
+    fn namespace(&self, args: &LedgerArgs) -> Option<String> {
+        match self {
+            Cluster::Tenant(_, view) => Some(view.namespace.clone()),
+            _ => args.namespace.clone(),
         }
     }
 }
@@ -345,15 +403,73 @@ fn open(args: &LedgerArgs, err: &mut dyn Write) -> Result<Cluster> {
             }
             Ok(Cluster::File(state::Stored(store)))
         }
-        None => Ok(Cluster::Live(Live::connect(&Connection {
-            kubeconfig: args.kubeconfig.clone(),
-            context: args.context.clone(),
-            as_user: args.as_user.clone(),
-            as_groups: args.as_group.clone(),
-            request_timeout: (!args.request_timeout.is_zero()).then_some(args.request_timeout),
-            chunk_size: args.chunk_size,
-        })?)),
+        None => {
+            let live = Live::connect(&Connection {
+                kubeconfig: args.kubeconfig.clone(),
+                context: args.context.clone(),
+                as_user: args.as_user.clone(),
+                as_groups: args.as_group.clone(),
+                request_timeout: (!args.request_timeout.is_zero()).then_some(args.request_timeout),
+                chunk_size: args.chunk_size,
+            })?;
+            view(args, live, err)
+        }
     }
+}
+
+/// The tenant namespace a tenant's view would read: `-n`, else the context's namespace when a
+/// tenant owns it.
+fn tenant_namespace(args: &LedgerArgs, live: &Live) -> Option<String> {
+    match &args.namespace {
+        Some(namespace) => Some(namespace.clone()),
+        None => live
+            .default_namespace()
+            .filter(|ns| tenant_reservation_policy::owner_of(ns).is_some())
+            .map(str::to_string),
+    }
+}
+
+/// The view `--view` asks for: under `auto`, the cluster's when the user may list
+/// HelmReleases in every namespace (as `kubectl auth can-i` asks), else the tenant's.
+fn view(args: &LedgerArgs, live: Live, err: &mut dyn Write) -> Result<Cluster> {
+    let tenant = match args.view {
+        View::Cluster => false,
+        View::Tenant => true,
+        // A tenant's view needs a tenant: without one, the cluster's view fails with what it
+        // lacks, and says how a tenant's user reads theirs.
+        View::Auto if tenant_namespace(args, &live).is_none() => false,
+        View::Auto => {
+            let may = live
+                .may_cluster_wide("list", "helm.toolkit.fluxcd.io", "helmreleases")
+                .map_err(|e| {
+                    anyhow::anyhow!("{}: cannot ask what the user may list: {e}", live.server())
+                })?;
+            !may
+        }
+    };
+    if !tenant {
+        return Ok(Cluster::Live(live));
+    }
+    if args.what_if.is_some() || args.compare.is_some() {
+        bail!(
+            "--what-if and --compare judge the whole cluster, which a tenant's view cannot read (--view cluster, with the RBAC of examples/plugin/rbac.yaml)"
+        );
+    }
+    let Some(namespace) = args
+        .namespace
+        .clone()
+        .or_else(|| tenant_namespace(args, &live))
+    else {
+        bail!("the tenant view reads one tenant: give its namespace with -n");
+    };
+    if args.view == View::Auto {
+        writeln!(
+            err,
+            "view: the user may not list helmreleases cluster-wide (--view cluster to read every pool anyway)"
+        )?;
+    }
+    let view = tenant::read(&live, &namespace)?;
+    Ok(Cluster::Tenant(live, view))
 }
 
 /// The settings the flags name, and where they come from: `--settings`, else the deployed
@@ -365,7 +481,7 @@ fn choose_settings(args: &LedgerArgs, cluster: &Cluster) -> Result<(Value, Sourc
             Source::File(path.display().to_string()),
         ));
     }
-    let Cluster::Live(live) = cluster else {
+    let Some(live) = cluster.live() else {
         if let Some(name) = &args.policy {
             bail!("--policy {name} reads a live cluster; with --state or --dump give --settings");
         }

@@ -6,6 +6,7 @@
 //!
 //! - [`state`]: a cluster-state file or a `kubectl get -o json` dump, as the host answers it;
 //! - [`live`]: a live cluster through the user's kubeconfig, read-only (LIST only);
+//! - [`tenant`]: one tenant's pools from what its Cozystack roles can read;
 //! - [`proxy`]: the proxy kubectl would use to reach it;
 //! - [`settings`]: the policy settings (a file, a ClusterAdmissionPolicy, or the shipped ones);
 //! - [`table`]: the ledger for people;
@@ -20,4 +21,5 @@ pub mod proxy;
 pub mod settings;
 pub mod state;
 pub mod table;
+pub mod tenant;
 pub mod what_if;

@@ -11,7 +11,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use host_sim::ObjectStore;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, TypeMeta};
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams, TypeMeta,
+};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::Value;
@@ -85,6 +90,8 @@ pub struct Live {
     client: Client,
     /// The API server, as errors name it.
     server: String,
+    /// The context's namespace (kubectl's default for `-n`).
+    default_namespace: String,
     chunk_size: u32,
 }
 
@@ -133,6 +140,7 @@ impl Live {
             config.read_timeout = Some(timeout);
             config.write_timeout = Some(timeout);
         }
+        let default_namespace = config.default_namespace.clone();
         let server = config.cluster_url.to_string();
         let server = server.trim_end_matches('/').to_string();
         // Client::try_from spawns nothing, but builds its connector inside the runtime.
@@ -143,8 +151,14 @@ impl Live {
             runtime,
             client,
             server,
+            default_namespace,
             chunk_size: connection.chunk_size,
         })
+    }
+
+    /// The context's namespace, `default` when it names none (as kubectl's).
+    pub fn default_namespace(&self) -> Option<&str> {
+        Some(self.default_namespace.as_str()).filter(|ns| !ns.is_empty())
     }
 
     /// The API server's URL.
@@ -166,6 +180,117 @@ impl Live {
         items
             .into_iter()
             .map(|o| serde_json::to_value(o).map_err(|e| ListError::other(e.to_string())))
+            .collect()
+    }
+
+    /// The kinds `group_version` serves, from discovery (which every authenticated user may
+    /// read): (kind, plural) of each resource, subresources left out.
+    pub fn served_kinds(&self, group_version: &str) -> Result<Vec<(String, String)>, ListError> {
+        let list = self
+            .runtime
+            .block_on(self.client.list_api_group_resources(group_version))?;
+        Ok(list
+            .resources
+            .into_iter()
+            .filter(|r| !r.name.contains('/'))
+            .map(|r| (r.kind, r.name))
+            .collect())
+    }
+
+    /// Every object of `plural` (kind `kind`, in `api_version`) in `namespace`, whole.
+    pub fn list_namespaced(
+        &self,
+        api_version: &str,
+        kind: &str,
+        plural: &str,
+        namespace: &str,
+    ) -> Result<Vec<Value>, ListError> {
+        let api = Api::namespaced_with(
+            self.client.clone(),
+            namespace,
+            &api_resource(api_version, kind, plural),
+        );
+        self.values(&api, ListParams::default(), api_version, kind)
+    }
+
+    /// Every object of a cluster-scoped `plural`, whole.
+    pub fn list_cluster(
+        &self,
+        api_version: &str,
+        kind: &str,
+        plural: &str,
+    ) -> Result<Vec<Value>, ListError> {
+        let api = Api::all_with(
+            self.client.clone(),
+            &api_resource(api_version, kind, plural),
+        );
+        self.values(&api, ListParams::default(), api_version, kind)
+    }
+
+    /// One object by name; `None` when the server has none.
+    pub fn get_namespaced(
+        &self,
+        (api_version, kind, plural): (&str, &str, &str),
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Value>, ListError> {
+        let api: Api<DynamicObject> = Api::namespaced_with(
+            self.client.clone(),
+            namespace,
+            &api_resource(api_version, kind, plural),
+        );
+        let object = self.runtime.block_on(api.get_opt(name))?;
+        object
+            .map(|o| serde_json::to_value(o).map_err(|e| ListError::other(e.to_string())))
+            .transpose()
+    }
+
+    /// Whether the user (as impersonated) may `verb` `group`/`resource` in every namespace,
+    /// as `kubectl auth can-i VERB RESOURCE -A` asks it (a SelfSubjectAccessReview, which
+    /// every authenticated user may create).
+    pub fn may_cluster_wide(
+        &self,
+        verb: &str,
+        group: &str,
+        resource: &str,
+    ) -> Result<bool, ListError> {
+        let review = SelfSubjectAccessReview {
+            spec: SelfSubjectAccessReviewSpec {
+                resource_attributes: Some(ResourceAttributes {
+                    verb: Some(verb.to_string()),
+                    group: Some(group.to_string()),
+                    resource: Some(resource.to_string()),
+                    ..ResourceAttributes::default()
+                }),
+                ..SelfSubjectAccessReviewSpec::default()
+            },
+            ..SelfSubjectAccessReview::default()
+        };
+        let api: Api<SelfSubjectAccessReview> = Api::all(self.client.clone());
+        let answer = self
+            .runtime
+            .block_on(api.create(&PostParams::default(), &review))?;
+        Ok(answer.status.is_some_and(|s| s.allowed))
+    }
+
+    /// Every item of a LIST as JSON, with its type when the server left it out.
+    fn values(
+        &self,
+        api: &Api<DynamicObject>,
+        params: ListParams,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<Vec<Value>, ListError> {
+        let items = self.runtime.block_on(self.pages(api, params))?;
+        items
+            .into_iter()
+            .map(|mut object| {
+                object.types.get_or_insert_with(|| TypeMeta {
+                    api_version: api_version.to_string(),
+                    kind: kind.to_string(),
+                });
+                serde_json::to_value(object).map_err(|e| ListError::other(e.to_string()))
+            })
             .collect()
     }
 
@@ -237,6 +362,18 @@ impl Kubernetes for Live {
     }
 }
 
+/// The resource `plural` of kind `kind` in `api_version` (`group/version`, or `v1`).
+fn api_resource(api_version: &str, kind: &str, plural: &str) -> ApiResource {
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    ApiResource {
+        group: group.to_string(),
+        version: version.to_string(),
+        api_version: api_version.to_string(),
+        kind: kind.to_string(),
+        plural: plural.to_string(),
+    }
+}
+
 /// A failed LIST: the API server's status, or what kept the request from it.
 #[derive(Debug)]
 pub enum ListError {
@@ -293,7 +430,7 @@ fn refused(server: &str, lookup: &Lookup, error: ListError) -> String {
             "{server}: the user is not authenticated to list {what}: 401 Unauthorized: {detail}"
         ),
         ListError::Status { code: 403, detail } => format!(
-            "{server}: the user may not list {what}: 403 Forbidden: {detail} (the ledger needs list on {NEEDED}; examples/plugin/rbac.yaml grants it)"
+            "{server}: the user may not list {what}: 403 Forbidden: {detail} (the ledger needs list on {NEEDED}; examples/plugin/rbac.yaml grants it; a tenant's user reads the tenant's own pools with -n TENANT-NAMESPACE)"
         ),
         ListError::Status { code: 404, detail } => format!(
             "{server}: the cluster does not serve {what}: 404 Not Found: {detail} (is its CRD installed?)"
