@@ -58,7 +58,7 @@ print(json.dumps(cap))
 PY
 }
 
-@test "through kubectl: the deployed ClusterAdmissionPolicy's settings, else the shipped ones, and the output says which" {
+@test "through kubectl: the deployed ClusterAdmissionPolicy's settings, else the shipped ones, and the output says which; a kind its rules leave out is named" {
     kubectl delete clusteradmissionpolicies --all >/dev/null
     run --separate-stderr kubectl cozystack-reservations
     [ "$status" -eq 0 ]
@@ -73,6 +73,31 @@ PY
     [[ "$stderr" == 'settings: the deployed ClusterAdmissionPolicy tenant-reservation' ]]
     grep -Eq '^tenant-bar +memory +16Gi +0 +4352Mi \(1\) +12032Mi +ok' <<<"$output"
     ! grep -q tenant-foo <<<"$output"
+
+    # A definition the deployed policy's rules leave out is named, with what to do.
+    kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: cozystack.io/v1alpha1
+kind: ApplicationDefinition
+metadata:
+  name: streams
+spec:
+  application:
+    kind: Stream
+    singular: stream
+    plural: streams
+    openAPISchema: '{"type":"object"}'
+  release:
+    prefix: stream-
+    chartRef:
+      kind: ExternalArtifact
+      name: cozystack-stream
+      namespace: cozy-system
+YAML
+    run --separate-stderr kubectl cozystack-reservations -n tenant-bar -o json
+    kubectl delete applicationdefinition streams >/dev/null
+    [ "$status" -eq 0 ]
+    [[ "$stderr" == *"warning: ApplicationDefinition streams: the rules of ClusterAdmissionPolicy tenant-reservation do not name streams, so its writes are admitted unchecked; add streams to spec.rules[0].resources and to the audit scanner's ClusterRole (scripts/generate-rules.sh prints both lists)"* ]]
+    [ "$(jq -r '.warnings | map(select(startswith("ApplicationDefinition streams:"))) | length' <<<"$output")" -eq 1 ]
     kubectl delete clusteradmissionpolicies --all >/dev/null
 }
 

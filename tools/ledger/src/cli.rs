@@ -18,7 +18,7 @@ use crate::compare::{self, Comparison};
 use crate::live::{CHUNK_SIZE, Connection, Live};
 use crate::settings::{self, Source};
 use crate::tenant::{self, TenantView};
-use crate::{state, table, what_if};
+use crate::{coverage, state, table, what_if};
 
 /// Exit codes: the ledger was drawn, or the write fits.
 pub const OK: u8 = 0;
@@ -204,7 +204,7 @@ pub fn run(args: &LedgerArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
 
 fn draw(args: &LedgerArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
     let cluster = open(args, err)?;
-    let (settings_value, source) = choose_settings(args, &cluster)?;
+    let (settings_value, source, deployed_policy) = choose_settings(args, &cluster)?;
     if !matches!(source, Source::File(_)) {
         writeln!(err, "settings: {source}")?;
     }
@@ -251,6 +251,9 @@ fn draw(args: &LedgerArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
         return over_budget_exit(args, comparison.over_budget_after(), err);
     }
     let mut ledger = ledger(&settings, k8s, args.holders)?;
+    if let (Some(policy), Cluster::Live(live)) = (&deployed_policy, &cluster) {
+        ledger.warnings.extend(uncovered_kinds(live, policy));
+    }
     if let Some(namespace) = &namespace {
         only_the_pool_of(&mut ledger, namespace, &cluster)?;
     }
@@ -472,13 +475,28 @@ fn view(args: &LedgerArgs, live: Live, err: &mut dyn Write) -> Result<Cluster> {
     Ok(Cluster::Tenant(live, view))
 }
 
-/// The settings the flags name, and where they come from: `--settings`, else the deployed
-/// ClusterAdmissionPolicy, else the shipped ones.
-fn choose_settings(args: &LedgerArgs, cluster: &Cluster) -> Result<(Value, Source)> {
+/// The application kinds of the live cluster that `policy`'s rules never send to it.
+fn uncovered_kinds(live: &Live, policy: &Value) -> Vec<String> {
+    match live.list_cluster(
+        "cozystack.io/v1alpha1",
+        "ApplicationDefinition",
+        "applicationdefinitions",
+    ) {
+        Ok(definitions) => coverage::uncovered(policy, &definitions),
+        Err(e) => vec![format!(
+            "cannot list applicationdefinitions.cozystack.io to check the policy's rules: {e}"
+        )],
+    }
+}
+
+/// The settings the flags name, where they come from (`--settings`, else the deployed
+/// ClusterAdmissionPolicy, else the shipped ones), and the deployed policy when it is theirs.
+fn choose_settings(args: &LedgerArgs, cluster: &Cluster) -> Result<(Value, Source, Option<Value>)> {
     if let Some(path) = &args.settings {
         return Ok((
             settings::load(Some(path))?,
             Source::File(path.display().to_string()),
+            None,
         ));
     }
     let Some(live) = cluster.live() else {
@@ -488,6 +506,7 @@ fn choose_settings(args: &LedgerArgs, cluster: &Cluster) -> Result<(Value, Sourc
         return Ok((
             settings::shipped()?,
             Source::Shipped("the cluster is read from a file".into()),
+            None,
         ));
     };
     let policies = match live.cluster_admission_policies() {
@@ -498,7 +517,7 @@ fn choose_settings(args: &LedgerArgs, cluster: &Cluster) -> Result<(Value, Sourc
             let why = format!(
                 "cannot list clusteradmissionpolicies.policies.kubewarden.io: {e}; give --settings to judge with the deployed ones"
             );
-            return Ok((settings::shipped()?, Source::Shipped(why)));
+            return Ok((settings::shipped()?, Source::Shipped(why), None));
         }
         Err(e) => bail!(
             "{}: cannot list clusteradmissionpolicies.policies.kubewarden.io: {e}",
@@ -506,10 +525,15 @@ fn choose_settings(args: &LedgerArgs, cluster: &Cluster) -> Result<(Value, Sourc
         ),
     };
     match settings::deployed(&policies, args.policy.as_deref())? {
-        Some((name, value)) => Ok((value, Source::Deployed(name))),
+        Some(deployed) => Ok((
+            deployed.settings,
+            Source::Deployed(deployed.name),
+            Some(deployed.policy),
+        )),
         None => Ok((
             settings::shipped()?,
             Source::Shipped("no ClusterAdmissionPolicy in the cluster runs this policy".into()),
+            None,
         )),
     }
 }

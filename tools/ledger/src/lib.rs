@@ -9,6 +9,7 @@
 //! - [`tenant`]: one tenant's pools from what its Cozystack roles can read;
 //! - [`proxy`]: the proxy kubectl would use to reach it;
 //! - [`settings`]: the policy settings (a file, a ClusterAdmissionPolicy, or the shipped ones);
+//! - [`coverage`]: the application kinds the deployed policy's rules never send to it;
 //! - [`table`]: the ledger for people;
 //! - [`what_if`]: one write decided by the policy on the same cluster;
 //! - [`compare`]: the same cluster judged two ways, pool by pool and application by application;
@@ -16,6 +17,7 @@
 
 pub mod cli;
 pub mod compare;
+pub mod coverage;
 pub mod live;
 pub mod proxy;
 pub mod settings;

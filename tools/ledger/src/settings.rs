@@ -12,7 +12,7 @@ use serde_json::Value;
 use tenant_reservation_policy::settings::Settings;
 
 /// The ClusterAdmissionPolicy this project ships.
-const SHIPPED: &str = include_str!("../../../deploy/clusteradmissionpolicy.yaml");
+pub(crate) const SHIPPED: &str = include_str!("../../../deploy/clusteradmissionpolicy.yaml");
 
 /// Where the settings come from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,10 +58,19 @@ pub fn runs_this_policy(policy: &Value) -> bool {
         || policy["metadata"]["name"] == "tenant-reservation"
 }
 
-/// The settings of the deployed policy among `policies` (the cluster's
-/// ClusterAdmissionPolicies): the one named `wanted`, else the one that runs this policy.
-/// `Ok(None)` when none runs it; an error when `wanted` is absent or several run it.
-pub fn deployed(policies: &[Value], wanted: Option<&str>) -> Result<Option<(String, Value)>> {
+/// The deployed policy: its name, its settings, and the whole ClusterAdmissionPolicy (whose
+/// rules say which kinds it sees).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Deployed {
+    pub name: String,
+    pub settings: Value,
+    pub policy: Value,
+}
+
+/// The deployed policy among `policies` (the cluster's ClusterAdmissionPolicies): the one
+/// named `wanted`, else the one that runs this policy. `Ok(None)` when none runs it; an error
+/// when `wanted` is absent or several run it.
+pub fn deployed(policies: &[Value], wanted: Option<&str>) -> Result<Option<Deployed>> {
     let name = |p: &Value| {
         p["metadata"]["name"]
             .as_str()
@@ -92,7 +101,11 @@ pub fn deployed(policies: &[Value], wanted: Option<&str>) -> Result<Option<(Stri
         [policy] => {
             let settings = from_document((*policy).clone())
                 .with_context(|| format!("ClusterAdmissionPolicy {}", name(policy)))?;
-            Ok(Some((name(policy), settings)))
+            Ok(Some(Deployed {
+                name: name(policy),
+                settings,
+                policy: (*policy).clone(),
+            }))
         }
         several => {
             let mut names: Vec<String> = several.iter().map(|p| name(p)).collect();
@@ -209,7 +222,11 @@ mod tests {
         let found = deployed(&[other.clone(), ours.clone()], None).unwrap();
         assert_eq!(
             found,
-            Some(("quotas".to_string(), json!({"siblingFailure": "warn"})))
+            Some(Deployed {
+                name: "quotas".to_string(),
+                settings: json!({"siblingFailure": "warn"}),
+                policy: ours.clone(),
+            })
         );
         // By digest, from a file, by the shipped name.
         for module in [
@@ -247,7 +264,7 @@ mod tests {
             deployed(&[ours, second], Some("quotas-b"))
                 .unwrap()
                 .unwrap()
-                .0,
+                .name,
             "quotas-b"
         );
         let error = deployed(&[other], Some("nope")).unwrap_err().to_string();
