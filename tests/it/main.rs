@@ -13,6 +13,7 @@ mod cluster_states;
 mod contract;
 mod gpu_budgets;
 mod host_calls;
+mod install;
 mod intake;
 mod ledger;
 mod placement;
