@@ -309,3 +309,71 @@ fn the_questions_offer_the_policys_defaults() {
         );
     }
 }
+
+/// The settings README's table and metadata.yml's usage text (what ArtifactHub and
+/// `kwctl inspect` show) name: every one the policy has, none else; the table's defaults are
+/// the questions'.
+#[test]
+fn readme_and_the_usage_text_name_every_setting_with_its_default() {
+    let fields = settings_fields();
+    let questions = yaml_documents(&read("deploy/questions-ui.yml"));
+    let default_of = |field: &str| {
+        questions[0]["questions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["variable"] == field)
+            .map(|q| q["default"].clone())
+            .unwrap_or_else(|| panic!("questions-ui.yml: no {field}"))
+    };
+
+    let readme = read("README.md");
+    let table = readme
+        .split_once("\n## Settings\n")
+        .expect("README.md: ## Settings")
+        .1;
+    let mut named = BTreeSet::new();
+    for row in table.lines().skip_while(|l| l.is_empty()).skip(2) {
+        if !row.starts_with("| `") {
+            break;
+        }
+        let cells: Vec<&str> = row.split(" | ").collect();
+        let field = cells[0].trim_start_matches("| ").trim_matches('`');
+        named.insert(field.to_string());
+        let default = default_of(field);
+        match default.as_object() {
+            // A map of entries: each key and value is in the row.
+            Some(map) if !map.is_empty() => {
+                for (k, v) in map {
+                    let v = v.as_str().unwrap();
+                    assert!(
+                        cells[1].contains(&format!("`{k}`"))
+                            && cells[1].contains(&format!("`{v}`")),
+                        "README.md, Settings: {field} lacks {k} -> {v}: {row}"
+                    );
+                }
+            }
+            // Otherwise the default column's first `...` is the default.
+            _ => {
+                let written = cells[1].split('`').nth(1).unwrap_or_default();
+                let written: Value = serde_yaml::from_str(written).unwrap();
+                assert_eq!(written, default, "README.md, Settings: {field}: {row}");
+            }
+        }
+    }
+    assert_eq!(named, fields, "README.md's settings table");
+
+    let metadata = yaml_documents(&read("metadata.yml"));
+    let usage = metadata[0]["annotations"]["io.kubewarden.policy.usage"]
+        .as_str()
+        .expect("metadata.yml: io.kubewarden.policy.usage");
+    let listed: BTreeSet<String> = usage
+        .split_once("Settings, all optional")
+        .expect("the usage text lists the settings")
+        .1
+        .lines()
+        .filter_map(|l| l.strip_prefix("- `"))
+        .map(|l| l.split('`').next().unwrap().to_string())
+        .collect();
+    assert_eq!(listed, fields, "metadata.yml's usage text");
+}
