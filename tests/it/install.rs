@@ -275,10 +275,10 @@ fn settings_fields() -> BTreeSet<String> {
         .collect()
 }
 
-#[test]
-fn the_questions_offer_the_policys_defaults() {
+/// deploy/questions-ui.yml: each setting's question and its default.
+fn question_defaults() -> serde_json::Map<String, Value> {
     let questions = yaml_documents(&read("deploy/questions-ui.yml"));
-    let defaults: serde_json::Map<String, Value> = questions[0]["questions"]
+    questions[0]["questions"]
         .as_array()
         .expect("questions-ui.yml: questions")
         .iter()
@@ -287,7 +287,12 @@ fn the_questions_offer_the_policys_defaults() {
             let variable = q["variable"].as_str().expect("a question's variable");
             (variable.to_string(), q["default"].clone())
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn the_questions_offer_the_policys_defaults() {
+    let defaults = question_defaults();
 
     // A question for every setting, and none for anything else.
     let asked: BTreeSet<String> = defaults.keys().cloned().collect();
@@ -316,14 +321,11 @@ fn the_questions_offer_the_policys_defaults() {
 #[test]
 fn readme_and_the_usage_text_name_every_setting_with_its_default() {
     let fields = settings_fields();
-    let questions = yaml_documents(&read("deploy/questions-ui.yml"));
+    let defaults = question_defaults();
     let default_of = |field: &str| {
-        questions[0]["questions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|q| q["variable"] == field)
-            .map(|q| q["default"].clone())
+        defaults
+            .get(field)
+            .cloned()
             .unwrap_or_else(|| panic!("questions-ui.yml: no {field}"))
     };
 
