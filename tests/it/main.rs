@@ -11,6 +11,7 @@ mod charges_b;
 mod charges_c;
 mod cluster_states;
 mod contract;
+mod docs;
 mod gpu_budgets;
 mod host_calls;
 mod install;
