@@ -103,9 +103,9 @@ PY
 done
 [ "$fail" = 0 ] || exit 1
 
-# Settings of every variant: the policy's own validate_settings (settings-check, the stand-in
-# kwctl's settings validation) is run by make test through tests; here the API server checks
-# the objects against the CRDs' schemas.
+# Settings of every variant: the policy's own validate_settings runs on each rendered variant in
+# tests/it/install.rs (make test); here the API server checks the objects against the CRDs'
+# schemas.
 if ! why=$(bash scripts/cluster/control-plane.sh check 2>&1); then
     echo "skip server-side validation: $why"
     exit 0

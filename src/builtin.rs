@@ -15,7 +15,7 @@ const RESERVATIONS: &str = include_str!(concat!(env!("OUT_DIR"), "/builtin-reser
 
 /// Kinds that reserve nothing by design, exempt whatever `exemptKinds` says: Gateway is a
 /// tenant module without an ApplicationDefinition, and runs nothing a tenant pool pays for
-/// (docs/charges.md#gateway).
+/// (docs/charges.md#gateway-no-applicationdefinition).
 pub const EXEMPT_KINDS: &[&str] = &["Gateway"];
 
 /// The built-in block of every in-tree kind, parsed once per module instance.

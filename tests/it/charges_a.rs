@@ -4,14 +4,13 @@ use rstest::rstest;
 use serde_json::{Value, json};
 
 /// GPU device classes: the A10 of the VM charts, and the A400 of the gn1 instance types.
-fn settings() -> Settings {
-    serde_json::from_value(json!({"gpuDeviceClasses": {A10: "a10", "nvidia.com/A400": "a400"}}))
-        .unwrap()
+fn settings() -> Value {
+    json!({"gpuDeviceClasses": {A10: "a10", "nvidia.com/A400": "a400"}})
 }
 
 /// `want` is the exact charge, or a text the refusal contains.
 fn check(kind: &str, spec: Value, want: Result<Resources, &str>) {
-    let got = charge_with(kind, spec.clone(), &settings());
+    let got = charge_over(kind, spec.clone(), &settings());
     match want {
         Ok(want) => assert_eq!(got, Ok(want), "{kind} {spec}"),
         Err(text) => {

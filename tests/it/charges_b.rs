@@ -4,10 +4,10 @@ use rstest::rstest;
 use serde_json::{Value, json};
 
 /// What an application of `kind` with `spec` is charged, with the A10 device mapped to
-/// class `a10` (`gpu_settings`), against `want`: the exact charge (every key) or the exact
+/// class `a10` (`gpu_classes`, alone and over the shipped settings), against `want`: the exact charge (every key) or the exact
 /// refusal.
 fn check(kind: &str, spec: Value, want: Result<&[(&str, &str)], &str>) {
-    let got = charge_with(kind, spec, &gpu_settings());
+    let got = charge_over(kind, spec, &gpu_classes());
     assert_eq!(got, want.map(res).map_err(str::to_string), "{kind}");
 }
 

@@ -4,7 +4,6 @@
 //! application of every other kind at its chart's defaults. Every one of them is charged (no
 //! sibling fails), writes that fit pass and writes that do not are refused with the figures.
 
-use kubewarden_policy_sdk::settings::Validatable;
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -74,16 +73,10 @@ fn objects(quota: Value) -> Vec<Value> {
     objects
 }
 
-fn settings(given: &Value) -> Settings {
-    let s: Settings = serde_json::from_value(given.clone()).expect("the settings parse");
-    s.validate().expect("the settings are valid");
-    s
-}
-
 /// What tenant-acme holds, kind by kind, by the shipped blocks on the stock definitions.
 fn held(given: &Value) -> Resources {
     let k8s = stock_cluster(Vec::new());
-    let settings = settings(given);
+    let settings = settings_from(given);
     let context = Context::new(&settings, &k8s).unwrap();
     let mut total = Resources::new();
     let modules = MODULES

@@ -49,14 +49,15 @@ const DEFINITIONS: &[&str] = &[
     include_str!("../../../test_data/reference/applicationdefinitions/vm-instance.yaml"),
     include_str!("../../../test_data/reference/applicationdefinitions/vpn.yaml"),
 ];
-/// The ClusterAdmissionPolicy this project ships: its settings carry every kind's block.
+/// The ClusterAdmissionPolicy this project ships: its settings are the defaults spelled out.
 const DEPLOY: &str = include_str!("../../../deploy/clusteradmissionpolicy.yaml");
 const INSTANCE_TYPES: &[&str] = &[
     include_str!("../../../test_data/reference/instancetypes/templates_instancetypes.yaml"),
     include_str!("../../../test_data/reference/instancetypes/templates_extra-instancetypes.yaml"),
 ];
 
-fn yaml_documents(text: &str) -> Vec<Value> {
+/// The documents of a YAML stream, as JSON (empty ones left out).
+pub fn yaml_documents(text: &str) -> Vec<Value> {
     serde_yaml::Deserializer::from_str(text)
         .filter_map(|doc| {
             let v = serde_yaml::Value::deserialize(doc).expect("reference YAML parses");
