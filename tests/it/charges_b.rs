@@ -357,6 +357,26 @@ fn kafka(#[case] spec: Value, #[case] want: Want) {
     json!({"config": {"resolver": {"enabled": true, "pvc": {"enabled": null}}}}),
     Ok(&[("cpu", "500m"), ("memory", "256Mi"), ("storage", "22Gi")][..])
 )]
+#[case::nats_templates_nats_yaml_84_config_resolver_pvc_merge_storage_wins_over_size(
+    json!({"config": {"resolver": {"enabled": true, "pvc": {"size": "2Gi", "merge": {"spec": {"resources": {"requests": {"storage": "50Gi"}}}}}}}}),
+    Ok(&[("cpu", "500m"), ("memory", "256Mi"), ("storage", "120Gi")][..])
+)]
+#[case::nats_templates_nats_yaml_84_config_resolver_pvc_merge_empty_storage_keeps_size(
+    json!({"config": {"resolver": {"enabled": true, "pvc": {"size": "2Gi", "merge": {"metadata": {"labels": {"a": "b"}}, "spec": {"resources": {"requests": {"storage": ""}}}}}}}}),
+    Ok(&[("cpu", "500m"), ("memory", "256Mi"), ("storage", "24Gi")][..])
+)]
+#[case::nats_templates_nats_yaml_84_config_resolver_pvc_patch_is_refused(
+    json!({"config": {"resolver": {"enabled": true, "pvc": {"patch": [{"op": "replace", "path": "/spec/resources/requests/storage", "value": "10Ti"}]}}}}),
+    Err("spec.config.resolver.pvc.patch: reaches the chart verbatim and can change what it renders past anything this policy reads, so it cannot be charged")
+)]
+#[case::nats_templates_nats_yaml_84_config_resolver_pvc_patch_without_a_pvc_passes(
+    json!({"config": {"resolver": {"enabled": true, "pvc": {"enabled": false, "patch": [{"op": "remove", "path": "/metadata"}]}}}}),
+    Ok(&[("cpu", "500m"), ("memory", "256Mi"), ("storage", "20Gi")][..])
+)]
+#[case::nats_templates_nats_yaml_84_config_resolver_merge_and_patch_render_nats_conf_only(
+    json!({"config": {"resolver": {"enabled": true, "merge": {"type": "full", "interval": "2m"}, "patch": [{"op": "add", "path": "/limit", "value": 1000}]}}}),
+    Ok(&[("cpu", "500m"), ("memory", "256Mi"), ("storage", "22Gi")][..])
+)]
 #[case::nats_templates_nats_yaml_84_config_resolver_off_renders_no_pvc(
     json!({"config": {"resolver": {"enabled": false, "pvc": {"size": "30Gi"}}}}),
     Ok(&[("cpu", "500m"), ("memory", "256Mi"), ("storage", "20Gi")][..])
