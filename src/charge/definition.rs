@@ -94,6 +94,11 @@ pub struct Reservation {
     /// The applications a Tenant's chart creates as releases of their own (its modules).
     #[serde(default)]
     pub implies: Vec<Implied>,
+    /// Values the chart hands on verbatim that can change what it renders past anything a
+    /// term reads (a JSON Patch over a rendered object): when one is set to Helm and the
+    /// block applies, the application is refused, naming it.
+    #[serde(default, deserialize_with = "one_or_many")]
+    pub unchargeable: Vec<Path>,
 }
 
 #[derive(Deserialize, Debug, Clone, PartialEq)]
@@ -181,7 +186,8 @@ impl Reservation {
                 .iter()
                 .chain(&self.enabled_by)
                 .chain(self.gpus.as_ref().map(Gpus::path))
-                .chain(self.each.iter().map(|e| &e.path)),
+                .chain(self.each.iter().map(|e| &e.path))
+                .chain(&self.unchargeable),
         );
         paths
     }
@@ -327,6 +333,7 @@ mod tests {
             "size": {"cpu": {"max": ["resources.cpu", 1]}},
             "storage": [{"path": "diskSize", "default": "20Gi"}],
             "gpus": {"devices": "gpus"},
+            "unchargeable": "patch",
             "each": {"path": "shards", "reservation": {
                 "replicas": "replicas", "resources": "$.resources", "preset": "$.resourcesPreset",
                 "storage": {"path": "size", "default": {"path": "^.size"}}}},
@@ -340,6 +347,7 @@ mod tests {
                 "diskSize",
                 "gpus",
                 "mode",
+                "patch",
                 "resources",
                 "resources.cpu",
                 "resourcesPreset",

@@ -6,7 +6,8 @@ use serde_json::Value;
 
 use super::definition::Reservation;
 use super::read::{
-    EvalError, Place, Result, amount, count, holds, name, read_count, read_name, read_quantity,
+    EvalError, Place, Result, amount, count, holds, is_set, name, read_count, read_name,
+    read_quantity,
 };
 use super::sizing::Sizing;
 use super::terms::{Gpus, Path, Term};
@@ -40,6 +41,14 @@ fn evaluate_block(block: &Reservation, place: Place<'_>, sizing: &Sizing<'_>) ->
                     place.error(path, format!("must be a boolean, not {}", describe(other)))
                 );
             }
+        }
+    }
+    for path in &block.unchargeable {
+        if is_set(place.read(path)?) {
+            return Err(place.error(
+                path,
+                "reaches the chart verbatim and can change what it renders past anything this policy reads, so it cannot be charged",
+            ));
         }
     }
     let overflow = |_: Overflow| place.here("the reservation overflows");

@@ -177,6 +177,14 @@ fn vm_disk(#[case] old: Option<Value>, #[case] spec: Value, #[case] want: Result
     }
 }
 
+/// What a tenant might hand an addon's chart through `valuesOverride`: more pods, larger
+/// limits, a volume. The addon is installed inside the tenant cluster (`spec.kubeConfig`), so
+/// all of it runs on the worker VMs the `nodeGroups` term already charges.
+fn tenant_cluster_values() -> Value {
+    json!({"replicaCount": 50, "resources": {"limits": {"cpu": "64", "memory": "256Gi"}},
+        "persistence": {"enabled": true, "size": "10Ti"}})
+}
+
 /// A node group of no VM, to see the rest alone.
 fn no_workers() -> Value {
     json!({"w": {"maxReplicas": 0}})
@@ -261,8 +269,64 @@ fn no_workers() -> Value {
     json!({"nodeGroups": {"w": {"maxReplicas": 1, "instanceType": "gn1.xlarge"}}}),
     Ok(res(&[("cpu", "16008m"), ("memory", "26880Mi"), ("storage", "20Gi"), (A400_CLASS, "1"), (ALL_GPUS, "1")]))
 )]
-#[case::helmreleases_run_inside_the_tenant_cluster(
+#[case::kubernetes_templates_helmreleases_yaml_kubeconfig_addons_run_inside_the_tenant_cluster(
     json!({"addons": {"ingressNginx": {"enabled": true}, "monitoringAgents": {"enabled": true}, "gpuOperator": {"enabled": true}}}),
+    Ok(res(&[("cpu", "22008m"), ("memory", "51456Mi"), ("storage", "200Gi")]))
+)]
+#[case::kubernetes_templates_helmreleases_cert_manager_yaml_42_and_crds_yaml_46_values_override_passes(
+    json!({"addons": {"certManager": {"enabled": true, "valuesOverride": tenant_cluster_values()}}}),
+    Ok(res(&[("cpu", "22008m"), ("memory", "51456Mi"), ("storage", "200Gi")]))
+)]
+#[case::kubernetes_templates_helmreleases_cilium_yaml_81_values_override_passes(
+    json!({"addons": {"cilium": {"valuesOverride": tenant_cluster_values()}}}),
+    Ok(res(&[("cpu", "22008m"), ("memory", "51456Mi"), ("storage", "200Gi")]))
+)]
+#[case::kubernetes_templates_helmreleases_coredns_yaml_37_values_override_passes(
+    json!({"addons": {"coredns": {"valuesOverride": tenant_cluster_values()}}}),
+    Ok(res(&[("cpu", "22008m"), ("memory", "51456Mi"), ("storage", "200Gi")]))
+)]
+#[case::kubernetes_templates_helmreleases_gpu_operator_yaml_66_values_override_passes(
+    json!({"addons": {"gpuOperator": {"enabled": true, "valuesOverride": tenant_cluster_values()}}}),
+    Ok(res(&[("cpu", "22008m"), ("memory", "51456Mi"), ("storage", "200Gi")]))
+)]
+#[case::kubernetes_templates_helmreleases_hami_yaml_36_values_override_passes(
+    json!({"addons": {"hami": {"enabled": true, "valuesOverride": tenant_cluster_values()}}}),
+    Ok(res(&[("cpu", "22008m"), ("memory", "51456Mi"), ("storage", "200Gi")]))
+)]
+#[case::kubernetes_templates_helmreleases_ingress_nginx_yaml_54_values_override_passes(
+    json!({"addons": {"ingressNginx": {"enabled": true, "valuesOverride": tenant_cluster_values()}}}),
+    Ok(res(&[("cpu", "22008m"), ("memory", "51456Mi"), ("storage", "200Gi")]))
+)]
+#[case::kubernetes_templates_helmreleases_ouroboros_yaml_160_values_override_passes(
+    json!({"addons": {"ouroboros": {"enabled": true, "valuesOverride": tenant_cluster_values()}}}),
+    Ok(res(&[("cpu", "22008m"), ("memory", "51456Mi"), ("storage", "200Gi")]))
+)]
+#[case::kubernetes_templates_helmreleases_velero_yaml_33_values_override_passes(
+    json!({"addons": {"velero": {"enabled": true, "valuesOverride": tenant_cluster_values()}}}),
+    Ok(res(&[("cpu", "22008m"), ("memory", "51456Mi"), ("storage", "200Gi")]))
+)]
+#[case::kubernetes_templates_helmreleases_vertical_pod_autoscaler_yaml_58_values_override_passes(
+    json!({"addons": {"verticalPodAutoscaler": {"valuesOverride": tenant_cluster_values()}}}),
+    Ok(res(&[("cpu", "22008m"), ("memory", "51456Mi"), ("storage", "200Gi")]))
+)]
+#[case::kubernetes_templates_helmreleases_monitoring_agents_yaml_42_values_override_is_read_by_no_template(
+    json!({"addons": {"monitoringAgents": {"enabled": true, "valuesOverride": tenant_cluster_values()}}}),
+    Ok(res(&[("cpu", "22008m"), ("memory", "51456Mi"), ("storage", "200Gi")]))
+)]
+#[case::kubernetes_templates_cluster_yaml_402_extra_args_are_apiserver_flags(
+    json!({"controlPlane": {"apiServer": {"extraArgs": ["--max-requests-inflight=4000"]}}}),
+    Ok(res(&[("cpu", "22008m"), ("memory", "51456Mi"), ("storage", "200Gi")]))
+)]
+#[case::kubernetes_templates_cluster_yaml_511_extra_volumes_configmap_and_secret_hold_no_storage(
+    json!({"controlPlane": {"apiServer": {"extraVolumes": [{"name": "a", "configMap": {"name": "a"}}, {"name": "s", "secret": {"secretName": "s"}}], "extraVolumeMounts": [{"name": "a", "mountPath": "/a"}]}}}),
+    Ok(res(&[("cpu", "22008m"), ("memory", "51456Mi"), ("storage", "200Gi")]))
+)]
+#[case::kubernetes_templates_cluster_yaml_285_extra_volumes_other_sources_fail_the_render(
+    json!({"controlPlane": {"apiServer": {"extraVolumes": [{"name": "big", "ephemeral": {"volumeClaimTemplate": {"spec": {"resources": {"requests": {"storage": "1Ti"}}}}}}]}}}),
+    Ok(res(&[("cpu", "22008m"), ("memory", "51456Mi"), ("storage", "200Gi")]))
+)]
+#[case::kubernetes_templates_talos_talos_reconcile_job_yaml_432_registry_mirrors_are_node_configuration(
+    json!({"talos": {"registryMirrors": {"docker.io": {"endpoints": ["https://mirror.example"]}}}}),
     Ok(res(&[("cpu", "22008m"), ("memory", "51456Mi"), ("storage", "200Gi")]))
 )]
 #[case::cozy_lib_defaulting_sanitize_zero_is_no_limit(
@@ -322,6 +386,10 @@ fn kubernetes(#[case] spec: Value, #[case] want: Result<Resources, &str>) {
     json!({"cluster": "k1", "instanceType": "", "resources": {"cpu": 2}}),
     Err("spec: no memory size: size.memory reads nothing")
 )]
+#[case::kubernetes_nodes_templates_talos_reconcile_job_yaml_333_registry_mirrors_are_node_configuration(
+    json!({"cluster": "k1", "talos": {"registryMirrors": {"docker.io": {"endpoints": ["https://mirror.example"]}}}}),
+    Ok(res(&[("cpu", "10"), ("memory", "40Gi"), ("storage", "200Gi")]))
+)]
 #[case::nodegroup_yaml_unknown_instancetype_fails(
     json!({"cluster": "k1", "instanceType": "u9.huge"}),
     Err("spec.instanceType: instance type \"u9.huge\" does not exist")
@@ -335,7 +403,7 @@ fn kubernetes_nodes(#[case] spec: Value, #[case] want: Result<Resources, &str>) 
     json!({}),
     Ok(res(&[("cpu", "22008m"), ("memory", "51456Mi"), ("storage", "200Gi")]))
 )]
-#[case::cluster_yaml_node_groups_copied(
+#[case::computeplane_templates_cluster_yaml_100_node_groups_reach_the_kubernetes_chart_charged(
     json!({"nodeGroups": {"ing": {"minReplicas": 1, "maxReplicas": 2, "instanceType": "u1.large", "roles": ["ingress-nginx"]}}}),
     Ok(res(&[("cpu", "16008m"), ("memory", "26880Mi"), ("storage", "40Gi")]))
 )]
@@ -343,7 +411,7 @@ fn kubernetes_nodes(#[case] spec: Value, #[case] want: Result<Resources, &str>) 
     json!({"nodeGroups": {"ing": {"minReplicas": 3, "maxReplicas": 1, "instanceType": "u1.small", "diskSize": 0, "roles": ["ingress-nginx"]}}}),
     Ok(res(&[("cpu", "15008m"), ("memory", "16640Mi"), ("storage", "60Gi")]))
 )]
-#[case::cluster_yaml_unlisted_fields_pass_through(
+#[case::computeplane_templates_cluster_yaml_100_unlisted_node_group_fields_pass_through_charged(
     json!({"nodeGroups": {"ing": {"maxReplicas": 1, "instanceType": "", "resources": {"cpu": 2, "memory": "4Gi"}, "podCpuLimit": 3, "podCpuRequest": "1", "roles": ["ingress-nginx"]}}}),
     Ok(res(&[("cpu", "15008m"), ("memory", "14592Mi"), ("storage", "20Gi")]))
 )]
@@ -357,9 +425,10 @@ fn compute_plane(#[case] spec: Value, #[case] want: Result<Resources, &str>) {
 
 #[rstest]
 #[case::matchbox_deployment_yaml_fixed_limits(json!({}), Ok(res(&[("cpu", "200m"), ("memory", "256Mi")])))]
-#[case::matchbox_machines_yaml_add_no_workload(
+#[case::bootbox_templates_matchbox_machines_yaml_21_31_35_ip_and_servers_render_dhcp_only(
     json!({"whitelistHTTP": false, "machines": [{"hostname": "m1", "arch": "x86_64", "leaseTime": 86400, "uefi": true,
-        "ip": {"address": "10.8.2.2", "gateway": "10.8.2.1", "netmask": "255.255.255.0"}}]}),
+        "ip": {"address": "10.8.2.2", "gateway": "10.8.2.1", "netmask": "255.255.255.0"},
+        "nameServers": ["10.8.2.1"], "timeServers": ["10.8.2.1"]}]}),
     Ok(res(&[("cpu", "200m"), ("memory", "256Mi")]))
 )]
 fn boot_box(#[case] spec: Value, #[case] want: Result<Resources, &str>) {
@@ -368,7 +437,7 @@ fn boot_box(#[case] spec: Value, #[case] want: Result<Resources, &str>) {
 
 #[rstest]
 #[case::bucket_system_deployment_yaml_s3manager_ui(json!({}), Ok(res(&[("cpu", "500m"), ("memory", "512Mi")])))]
-#[case::bucketclaim_yaml_users_add_no_workload(
+#[case::bucket_templates_helmrelease_yaml_25_users_are_access_keys_no_workload(
     json!({"users": {"alice": {}, "bob": {"readonly": true}}, "locking": true, "storagePool": "ssd"}),
     Ok(res(&[("cpu", "500m"), ("memory", "512Mi")]))
 )]
@@ -517,6 +586,10 @@ fn harbor(#[case] spec: Value, #[case] want: Result<Resources, &str>) {
         "resources": {"cpu": 2, "memory": "4Gi"}, "storage": {"size": "32Gi"}}),
     Ok(res(&[("cpu", "27300m"), ("memory", "54912Mi"), ("storage", "320Gi")]))
 )]
+#[case::foundationdb_templates_cluster_yaml_72_82_93_security_context_has_no_size(
+    json!({"securityContext": {"runAsUser": 4059, "runAsGroup": 4059}}),
+    Ok(res(&[("cpu", "8800m"), ("memory", "9216Mi"), ("storage", "112Gi")]))
+)]
 #[case::cluster_yaml_resources_preset(
     json!({"resourcesPreset": "c1.medium"}),
     Ok(res(&[("cpu", "16800m"), ("memory", "17408Mi"), ("storage", "112Gi")]))
@@ -550,7 +623,7 @@ fn harbor(#[case] spec: Value, #[case] want: Result<Resources, &str>) {
     json!({"cluster": {"redundancyMode": "one_satellite_double", "processCounts": {"storage": 0, "stateless": 0, "cluster_controller": 1}}}),
     Ok(res(&[("cpu", "13200m"), ("memory", "13824Mi"), ("storage", "64Gi")]))
 )]
-#[case::cluster_yaml_process_counts_verbatim_log_and_transaction(
+#[case::foundationdb_templates_cluster_yaml_19_process_counts_verbatim_log_and_transaction_charged(
     json!({"cluster": {"processCounts": {"storage": 3, "stateless": -1, "cluster_controller": 1, "log": 6, "transaction": 2}}}),
     Ok(res(&[("cpu", "13200m"), ("memory", "13824Mi"), ("storage", "176Gi")]))
 )]

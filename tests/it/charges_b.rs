@@ -62,6 +62,14 @@ macro_rules! extended {
     Ok(&[("cpu", "2"), ("memory", "4Gi"), ("storage", "20Gi"), (GPUS, "2"), (A10S, "2")][..])
 )]
 #[case::db_yaml_224_storage_size_per_instance(json!({"size": "100Gi"}), Ok(&[("cpu", "1"), ("memory", "512Mi"), ("storage", "200Gi")][..]))]
+#[case::postgres_templates_db_yaml_206_parameters_are_server_configuration(
+    json!({"postgresql": {"parameters": {"shared_buffers": "64GB", "max_connections": 5000, "work_mem": "1GB"}}}),
+    Ok(&[("cpu", "1"), ("memory", "512Mi"), ("storage", "20Gi")][..])
+)]
+#[case::postgres_templates_regsecret_yaml_9_registry_secret_is_a_secret(
+    json!({"registrySecret": {"auths": {"r.example": {"auth": "eDp5"}}}}),
+    Ok(&[("cpu", "1"), ("memory", "512Mi"), ("storage", "20Gi")][..])
+)]
 fn postgres(#[case] spec: Value, #[case] want: Want) {
     check("Postgres", spec, want);
 }
@@ -86,6 +94,10 @@ fn postgres(#[case] spec: Value, #[case] want: Want) {
 #[case::mariadb_yaml_117_gpu_device_per_mariadb_pod(
     json!({"resources": {A10: 1}}),
     Ok(&[("cpu", "800m"), ("memory", "768Mi"), ("storage", "20Gi"), (GPUS, "2"), (A10S, "2")][..])
+)]
+#[case::mariadb_templates_regsecret_yaml_9_registry_secret_is_a_secret(
+    json!({"registrySecret": {"auths": {"r.example": {"auth": "eDp5"}}}}),
+    Ok(&[("cpu", "800m"), ("memory", "768Mi"), ("storage", "20Gi")][..])
 )]
 fn mariadb(#[case] spec: Value, #[case] want: Want) {
     check("MariaDB", spec, want);
@@ -303,6 +315,10 @@ fn clickhouse(#[case] spec: Value, #[case] want: Want) {
     json!({"kafka": {"resources": {A10: 1}}}),
     Ok(&[("cpu", "6"), ("memory", "7Gi"), ("storage", "45Gi"), (GPUS, "3"), (A10S, "3")][..])
 )]
+#[case::kafka_templates_topics_yaml_19_topic_config_lives_in_the_broker_volumes(
+    json!({"topics": [{"name": "t", "partitions": 100, "replicas": 3, "config": {"retention.bytes": "1099511627776", "segment.bytes": "1073741824"}}]}),
+    Ok(&[("cpu", "6"), ("memory", "7Gi"), ("storage", "45Gi")][..])
+)]
 fn kafka(#[case] spec: Value, #[case] want: Want) {
     check("Kafka", spec, want);
 }
@@ -321,27 +337,55 @@ fn kafka(#[case] spec: Value, #[case] want: Want) {
     json!({"resources": {"cpu": "1", "memory": "1Gi", A10: 1}}),
     Ok(&[("cpu", "2"), ("memory", "2Gi"), ("storage", "20Gi"), (GPUS, "2"), (A10S, "2")][..])
 )]
-#[case::nats_yaml_82_resolver_pvc_per_pod_upstream_default_1gi(
+#[case::nats_templates_nats_yaml_84_config_resolver_pvc_per_pod_upstream_default_1gi_is_charged(
     json!({"config": {"resolver": {"enabled": true}}}),
     Ok(&[("cpu", "500m"), ("memory", "256Mi"), ("storage", "22Gi")][..])
 )]
-#[case::nats_yaml_82_resolver_pvc_size_per_pod(
+#[case::nats_templates_nats_yaml_84_config_resolver_pvc_size_per_pod_is_charged(
     json!({"replicas": 3, "config": {"resolver": {"enabled": true, "pvc": {"size": "30Gi"}}}}),
     Ok(&[("cpu", "750m"), ("memory", "384Mi"), ("storage", "120Gi")][..])
 )]
-#[case::nats_yaml_82_resolver_pvc_disabled(
+#[case::nats_templates_nats_yaml_84_config_resolver_pvc_disabled_renders_no_pvc(
     json!({"config": {"resolver": {"enabled": true, "pvc": {"enabled": false, "size": "30Gi"}}}}),
     Ok(&[("cpu", "500m"), ("memory", "256Mi"), ("storage", "20Gi")][..])
 )]
-#[case::nats_yaml_82_resolver_off_renders_no_pvc(
+#[case::nats_templates_nats_yaml_84_config_resolver_enabled_string_is_truthy_pvc_is_charged(
+    json!({"config": {"resolver": {"enabled": "false", "pvc": {"size": "5Gi"}}}}),
+    Ok(&[("cpu", "500m"), ("memory", "256Mi"), ("storage", "30Gi")][..])
+)]
+#[case::nats_templates_nats_yaml_84_config_resolver_pvc_enabled_null_is_charged_as_the_default(
+    json!({"config": {"resolver": {"enabled": true, "pvc": {"enabled": null}}}}),
+    Ok(&[("cpu", "500m"), ("memory", "256Mi"), ("storage", "22Gi")][..])
+)]
+#[case::nats_templates_nats_yaml_84_config_resolver_pvc_merge_storage_wins_over_size(
+    json!({"config": {"resolver": {"enabled": true, "pvc": {"size": "2Gi", "merge": {"spec": {"resources": {"requests": {"storage": "50Gi"}}}}}}}}),
+    Ok(&[("cpu", "500m"), ("memory", "256Mi"), ("storage", "120Gi")][..])
+)]
+#[case::nats_templates_nats_yaml_84_config_resolver_pvc_merge_empty_storage_keeps_size(
+    json!({"config": {"resolver": {"enabled": true, "pvc": {"size": "2Gi", "merge": {"metadata": {"labels": {"a": "b"}}, "spec": {"resources": {"requests": {"storage": ""}}}}}}}}),
+    Ok(&[("cpu", "500m"), ("memory", "256Mi"), ("storage", "24Gi")][..])
+)]
+#[case::nats_templates_nats_yaml_84_config_resolver_pvc_patch_is_refused(
+    json!({"config": {"resolver": {"enabled": true, "pvc": {"patch": [{"op": "replace", "path": "/spec/resources/requests/storage", "value": "10Ti"}]}}}}),
+    Err("spec.config.resolver.pvc.patch: reaches the chart verbatim and can change what it renders past anything this policy reads, so it cannot be charged")
+)]
+#[case::nats_templates_nats_yaml_84_config_resolver_pvc_patch_without_a_pvc_passes(
+    json!({"config": {"resolver": {"enabled": true, "pvc": {"enabled": false, "patch": [{"op": "remove", "path": "/metadata"}]}}}}),
+    Ok(&[("cpu", "500m"), ("memory", "256Mi"), ("storage", "20Gi")][..])
+)]
+#[case::nats_templates_nats_yaml_84_config_resolver_merge_and_patch_render_nats_conf_only(
+    json!({"config": {"resolver": {"enabled": true, "merge": {"type": "full", "interval": "2m"}, "patch": [{"op": "add", "path": "/limit", "value": 1000}]}}}),
+    Ok(&[("cpu", "500m"), ("memory", "256Mi"), ("storage", "22Gi")][..])
+)]
+#[case::nats_templates_nats_yaml_84_config_resolver_off_renders_no_pvc(
     json!({"config": {"resolver": {"enabled": false, "pvc": {"size": "30Gi"}}}}),
     Ok(&[("cpu", "500m"), ("memory", "256Mi"), ("storage", "20Gi")][..])
 )]
-#[case::nats_yaml_82_resolver_pvc_size_malformed_refused(
+#[case::nats_templates_nats_yaml_84_config_resolver_pvc_size_malformed_is_refused(
     json!({"config": {"resolver": {"enabled": true, "pvc": {"size": "lots"}}}}),
     Err("spec.config.resolver.pvc.size: \"lots\" is not a valid quantity")
 )]
-#[case::nats_yaml_78_merge_renders_config_only(
+#[case::nats_templates_nats_yaml_79_config_merge_renders_nats_conf_only(
     json!({"config": {"merge": {"jetstream": {"max_file_store": "1Ti"}}}}),
     Ok(&[("cpu", "500m"), ("memory", "256Mi"), ("storage", "20Gi")][..])
 )]

@@ -94,6 +94,10 @@ fn tcp_balancer(#[case] spec: Value, #[case] want: Result<&[(&str, &str)], &str>
     json!({"resources": {"memory": "0"}}),
     Err(&format!("spec.resources.memory: {ZERO_MEMORY}")[..])
 )]
+#[case::vpn_templates_service_yaml_12_external_ips_add_no_workload(
+    json!({"externalIPs": ["10.0.0.1", "10.0.0.2"]}),
+    Ok(&[("cpu", "500m"), ("memory", "256Mi")][..])
+)]
 fn vpn(#[case] spec: Value, #[case] want: Result<&[(&str, &str)], &str>) {
     check("VPN", spec, want);
 }
@@ -157,6 +161,14 @@ fn http_cache(#[case] spec: Value, #[case] want: Result<&[(&str, &str)], &str>) 
 #[case::external_dns_yaml_166_explicit_zero_memory_is_refused(
     json!({"provider": "aws", "resources": {"memory": 0}}),
     Err(&format!("spec.resources.memory: {ZERO_MEMORY}")[..])
+)]
+#[case::external_dns_templates_external_dns_yaml_49_provider_credentials_render_env_only(
+    json!({"provider": "cloudflare", "cloudflare": {"apiToken": "t", "proxied": true, "replicas": 40, "resources": {"limits": {"cpu": "64"}}}}),
+    Ok(&[("cpu", "250m"), ("memory", "128Mi")][..])
+)]
+#[case::external_dns_templates_external_dns_yaml_43_domain_filters_and_163_extra_args_render_flags(
+    json!({"provider": "godaddy", "godaddy": {"apiKey": "k", "apiSecret": "s"}, "domainFilters": ["example.org"], "extraArgs": ["--interval=5m"]}),
+    Ok(&[("cpu", "250m"), ("memory", "128Mi")][..])
 )]
 fn external_dns(#[case] spec: Value, #[case] want: Result<&[(&str, &str)], &str>) {
     check("ExternalDNS", spec, want);
@@ -258,6 +270,16 @@ fn info(#[case] spec: Value, #[case] want: Result<&[(&str, &str)], &str>) {
 #[case::grafana_yaml_181_explicit_zero_cpu_limit_is_refused(
     json!({"grafana": {"resources": {"limits": {"cpu": "0"}}}}),
     Err(&format!("spec.grafana.resources.limits.cpu: {ZERO_CPU}")[..])
+)]
+#[case::monitoring_templates_helmrelease_yaml_60_values_reach_monitoring_system_charged_by_the_block(
+    json!({"metricsStorages": [{"name": "a", "retentionPeriod": "1d", "deduplicationInterval": "15s", "storage": "40Gi"}],
+        "alerta": {"storage": "5Gi"}}),
+    Ok(&[("cpu", "17700m"), ("memory", "27224Mi"), ("storage", "134Gi")][..])
+)]
+#[case::monitoring_templates_helmrelease_yaml_60_vmagent_and_oidc_maps_render_configuration_only(
+    json!({"vmagent": {"externalLabels": {"cluster": "c"}, "remoteWrite": {"urls": ["http://x:8480"], "replicaCount": 20}},
+        "oidc": {"mode": "CustomConfig", "customConfig": {"config": {"client_id": "g", "replicas": 10}}}}),
+    Ok(&[("cpu", "21700m"), ("memory", "33224Mi"), ("storage", "108Gi")][..])
 )]
 fn monitoring(#[case] spec: Value, #[case] want: Result<&[(&str, &str)], &str>) {
     check("Monitoring", spec, want);
