@@ -10,6 +10,8 @@ use crate::quantity::{Notation, Quantity};
 
 /// The API group of every Cozystack application.
 pub const GROUP: &str = "apps.cozystack.io";
+/// The API version the Cozystack API server serves the applications at.
+pub const APPLICATIONS_API: &str = "apps.cozystack.io/v1alpha1";
 /// The kind whose writes the declaration gate checks, and whose values hold a quota.
 pub const TENANT_KIND: &str = "Tenant";
 /// The field of a Tenant's values that declares its quota.

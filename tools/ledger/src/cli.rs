@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
-use tenant_reservation_policy::cluster::Kubernetes;
+use tenant_reservation_policy::cluster::{APPLICATION_DEFINITION, Kubernetes};
 use tenant_reservation_policy::ledger::{Ledger, ledger};
 
 use crate::compare::{self, Comparison};
@@ -204,7 +204,7 @@ pub fn run(args: &LedgerArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
 
 fn draw(args: &LedgerArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
     let cluster = open(args, err)?;
-    let (settings_value, source, deployed_policy) = choose_settings(args, &cluster)?;
+    let (settings_value, source) = choose_settings(args, &cluster)?;
     if !matches!(source, Source::File(_)) {
         writeln!(err, "settings: {source}")?;
     }
@@ -251,7 +251,7 @@ fn draw(args: &LedgerArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
         return over_budget_exit(args, comparison.over_budget_after(), err);
     }
     let mut ledger = ledger(&settings, k8s, args.holders)?;
-    if let (Some(policy), Cluster::Live(live)) = (&deployed_policy, &cluster) {
+    if let (Source::Deployed { policy, .. }, Cluster::Live(live)) = (&source, &cluster) {
         ledger.warnings.extend(uncovered_kinds(live, policy));
     }
     if let Some(namespace) = &namespace {
@@ -435,12 +435,13 @@ fn tenant_namespace(args: &LedgerArgs, live: &Live) -> Option<String> {
 /// The view `--view` asks for: under `auto`, the cluster's when the user may list
 /// HelmReleases in every namespace (as `kubectl auth can-i` asks), else the tenant's.
 fn view(args: &LedgerArgs, live: Live, err: &mut dyn Write) -> Result<Cluster> {
+    let namespace = tenant_namespace(args, &live);
     let tenant = match args.view {
         View::Cluster => false,
         View::Tenant => true,
         // A tenant's view needs a tenant: without one, the cluster's view fails with what it
         // lacks, and says how a tenant's user reads theirs.
-        View::Auto if tenant_namespace(args, &live).is_none() => false,
+        View::Auto if namespace.is_none() => false,
         View::Auto => {
             let may = live
                 .may_cluster_wide("list", "helm.toolkit.fluxcd.io", "helmreleases")
@@ -458,11 +459,7 @@ fn view(args: &LedgerArgs, live: Live, err: &mut dyn Write) -> Result<Cluster> {
             "--what-if and --compare judge the whole cluster, which a tenant's view cannot read (--view cluster, with the RBAC of examples/plugin/rbac.yaml)"
         );
     }
-    let Some(namespace) = args
-        .namespace
-        .clone()
-        .or_else(|| tenant_namespace(args, &live))
-    else {
+    let Some(namespace) = namespace else {
         bail!("the tenant view reads one tenant: give its namespace with -n");
     };
     if args.view == View::Auto {
@@ -477,11 +474,8 @@ fn view(args: &LedgerArgs, live: Live, err: &mut dyn Write) -> Result<Cluster> {
 
 /// The application kinds of the live cluster that `policy`'s rules never send to it.
 fn uncovered_kinds(live: &Live, policy: &Value) -> Vec<String> {
-    match live.list_cluster(
-        "cozystack.io/v1alpha1",
-        "ApplicationDefinition",
-        "applicationdefinitions",
-    ) {
+    let (api_version, kind) = APPLICATION_DEFINITION;
+    match live.list_objects((api_version, kind, "applicationdefinitions"), None) {
         Ok(definitions) => coverage::uncovered(policy, &definitions),
         Err(e) => vec![format!(
             "cannot list applicationdefinitions.cozystack.io to check the policy's rules: {e}"
@@ -489,14 +483,13 @@ fn uncovered_kinds(live: &Live, policy: &Value) -> Vec<String> {
     }
 }
 
-/// The settings the flags name, where they come from (`--settings`, else the deployed
-/// ClusterAdmissionPolicy, else the shipped ones), and the deployed policy when it is theirs.
-fn choose_settings(args: &LedgerArgs, cluster: &Cluster) -> Result<(Value, Source, Option<Value>)> {
+/// The settings the flags name, and where they come from: `--settings`, else the deployed
+/// ClusterAdmissionPolicy, else the shipped ones.
+fn choose_settings(args: &LedgerArgs, cluster: &Cluster) -> Result<(Value, Source)> {
     if let Some(path) = &args.settings {
         return Ok((
             settings::load(Some(path))?,
             Source::File(path.display().to_string()),
-            None,
         ));
     }
     let Some(live) = cluster.live() else {
@@ -506,7 +499,6 @@ fn choose_settings(args: &LedgerArgs, cluster: &Cluster) -> Result<(Value, Sourc
         return Ok((
             settings::shipped()?,
             Source::Shipped("the cluster is read from a file".into()),
-            None,
         ));
     };
     let policies = match live.cluster_admission_policies() {
@@ -517,7 +509,7 @@ fn choose_settings(args: &LedgerArgs, cluster: &Cluster) -> Result<(Value, Sourc
             let why = format!(
                 "cannot list clusteradmissionpolicies.policies.kubewarden.io: {e}; give --settings to judge with the deployed ones"
             );
-            return Ok((settings::shipped()?, Source::Shipped(why), None));
+            return Ok((settings::shipped()?, Source::Shipped(why)));
         }
         Err(e) => bail!(
             "{}: cannot list clusteradmissionpolicies.policies.kubewarden.io: {e}",
@@ -527,13 +519,14 @@ fn choose_settings(args: &LedgerArgs, cluster: &Cluster) -> Result<(Value, Sourc
     match settings::deployed(&policies, args.policy.as_deref())? {
         Some(deployed) => Ok((
             deployed.settings,
-            Source::Deployed(deployed.name),
-            Some(deployed.policy),
+            Source::Deployed {
+                name: deployed.name,
+                policy: deployed.policy,
+            },
         )),
         None => Ok((
             settings::shipped()?,
             Source::Shipped("no ClusterAdmissionPolicy in the cluster runs this policy".into()),
-            None,
         )),
     }
 }

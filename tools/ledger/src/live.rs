@@ -197,34 +197,22 @@ impl Live {
             .collect())
     }
 
-    /// Every object of `plural` (kind `kind`, in `api_version`) in `namespace`, whole.
-    pub fn list_namespaced(
+    /// Every object of `resource` (api version, kind, plural), whole: in `namespace`, or
+    /// cluster-wide.
+    pub fn list_objects(
         &self,
-        api_version: &str,
-        kind: &str,
-        plural: &str,
-        namespace: &str,
+        (api_version, kind, plural): (&str, &str, &str),
+        namespace: Option<&str>,
     ) -> Result<Vec<Value>, ListError> {
-        let api = Api::namespaced_with(
-            self.client.clone(),
-            namespace,
-            &api_resource(api_version, kind, plural),
-        );
-        self.values(&api, ListParams::default(), api_version, kind)
-    }
-
-    /// Every object of a cluster-scoped `plural`, whole.
-    pub fn list_cluster(
-        &self,
-        api_version: &str,
-        kind: &str,
-        plural: &str,
-    ) -> Result<Vec<Value>, ListError> {
-        let api = Api::all_with(
-            self.client.clone(),
-            &api_resource(api_version, kind, plural),
-        );
-        self.values(&api, ListParams::default(), api_version, kind)
+        let resource = api_resource(api_version, kind, plural);
+        let api = match namespace {
+            Some(namespace) => Api::namespaced_with(self.client.clone(), namespace, &resource),
+            None => Api::all_with(self.client.clone(), &resource),
+        };
+        let objects = self
+            .runtime
+            .block_on(self.pages(&api, ListParams::default()))?;
+        typed_values(objects, api_version, kind).map_err(|e| ListError::other(e.to_string()))
     }
 
     /// One object by name; `None` when the server has none.
@@ -273,27 +261,6 @@ impl Live {
         Ok(answer.status.is_some_and(|s| s.allowed))
     }
 
-    /// Every item of a LIST as JSON, with its type when the server left it out.
-    fn values(
-        &self,
-        api: &Api<DynamicObject>,
-        params: ListParams,
-        api_version: &str,
-        kind: &str,
-    ) -> Result<Vec<Value>, ListError> {
-        let items = self.runtime.block_on(self.pages(api, params))?;
-        items
-            .into_iter()
-            .map(|mut object| {
-                object.types.get_or_insert_with(|| TypeMeta {
-                    api_version: api_version.to_string(),
-                    kind: kind.to_string(),
-                });
-                serde_json::to_value(object).map_err(|e| ListError::other(e.to_string()))
-            })
-            .collect()
-    }
-
     /// Every item of a LIST, page by page (`--chunk-size`).
     async fn pages(
         &self,
@@ -337,17 +304,7 @@ impl Live {
             .pages(&api, params)
             .await
             .map_err(|e| refused(&self.server, lookup, e))?;
-        let mut items = Vec::with_capacity(pages.len());
-        for mut object in pages {
-            // The API server names the type of each item; a proxy that drops it would
-            // otherwise leave objects the store cannot place.
-            object.types.get_or_insert_with(|| TypeMeta {
-                api_version: api_version.to_string(),
-                kind: kind.to_string(),
-            });
-            items.push(serde_json::to_value(object).map_err(|e| e.to_string())?);
-        }
-        Ok(items)
+        typed_values(pages, api_version, kind).map_err(|e| e.to_string())
     }
 }
 
@@ -360,6 +317,25 @@ impl Kubernetes for Live {
             .map_err(|e| format!("{}: the cluster's answer: {e}", lookup.describe()))?;
         Stored(store).list(lookup, field_masks)
     }
+}
+
+/// The items of a LIST as JSON, each with its type: the API server names the type of each
+/// item, but a proxy that drops it would leave objects the store cannot place.
+fn typed_values(
+    objects: Vec<DynamicObject>,
+    api_version: &str,
+    kind: &str,
+) -> serde_json::Result<Vec<Value>> {
+    objects
+        .into_iter()
+        .map(|mut object| {
+            object.types.get_or_insert_with(|| TypeMeta {
+                api_version: api_version.to_string(),
+                kind: kind.to_string(),
+            });
+            serde_json::to_value(object)
+        })
+        .collect()
 }
 
 /// The resource `plural` of kind `kind` in `api_version` (`group/version`, or `v1`).

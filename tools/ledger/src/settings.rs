@@ -19,8 +19,9 @@ pub(crate) const SHIPPED: &str = include_str!("../../../deploy/clusteradmissionp
 pub enum Source {
     /// `--settings FILE`.
     File(String),
-    /// The ClusterAdmissionPolicy of that name in the cluster.
-    Deployed(String),
+    /// The ClusterAdmissionPolicy of that name in the cluster, whole (its rules say which
+    /// kinds it sees).
+    Deployed { name: String, policy: Value },
     /// The settings this plugin ships, and why the cluster's were not used.
     Shipped(String),
 }
@@ -29,7 +30,7 @@ impl std::fmt::Display for Source {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Source::File(path) => write!(f, "the settings file {path}"),
-            Source::Deployed(name) => {
+            Source::Deployed { name, .. } => {
                 write!(f, "the deployed ClusterAdmissionPolicy {name}")
             }
             Source::Shipped(why) => write!(

@@ -19,14 +19,16 @@ use anyhow::{Result, bail};
 use host_sim::ObjectStore;
 use serde_json::{Map, Value, json};
 use tenant_reservation_policy::cluster::{APPLICATION_DEFINITION, HELM_RELEASE, INSTANCE_TYPE};
-use tenant_reservation_policy::keys::{GROUP, KIND_LABEL, NAME_LABEL, TENANT_KIND};
+use tenant_reservation_policy::keys::{
+    APPLICATIONS_API, GROUP, GROUP_LABEL, KIND_LABEL, NAME_LABEL, TENANT_KIND,
+};
 use tenant_reservation_policy::{owned_namespace, owner_of};
 
 use crate::live::{ListError, Live};
 use crate::state::Stored;
 
-/// The applications' API.
-pub const APPS: &str = "apps.cozystack.io/v1alpha1";
+/// The prefix of a Tenant's release name.
+const TENANT_PREFIX: &str = "tenant-";
 /// The ResourceQuota the tenant chart renders from a Tenant's `resourceQuotas`
 /// (`charts/tenant/templates/quota.yaml`).
 pub const QUOTA: &str = "tenant-quota";
@@ -74,11 +76,11 @@ pub fn read(live: &Live, namespace: &str) -> Result<TenantView> {
             "{namespace} is not a tenant's namespace (tenant-root, tenant-<name>, tenant-<name>-<name>...): the tenant view reads one tenant: give its namespace with -n"
         );
     };
-    let kinds = live
-        .served_kinds(APPS)
-        .map_err(|e| anyhow::anyhow!("{server}: cannot discover the kinds of {APPS}: {e}"))?;
+    let kinds = live.served_kinds(APPLICATIONS_API).map_err(|e| {
+        anyhow::anyhow!("{server}: cannot discover the kinds of {APPLICATIONS_API}: {e}")
+    })?;
     if !kinds.iter().any(|(kind, _)| kind == TENANT_KIND) {
-        bail!("{server}: {APPS} serves no Tenant kind: is this a Cozystack cluster?");
+        bail!("{server}: {APPLICATIONS_API} serves no Tenant kind: is this a Cozystack cluster?");
     }
     let quota = live
         .get_namespaced(("v1", "ResourceQuota", "resourcequotas"), namespace, QUOTA)
@@ -94,7 +96,7 @@ pub fn read(live: &Live, namespace: &str) -> Result<TenantView> {
     let mut queue = vec![namespace.to_string()];
     while let Some(ns) = queue.pop() {
         for (kind, plural) in &kinds {
-            let items = match live.list_namespaced(APPS, kind, plural, &ns) {
+            let items = match live.list_objects((APPLICATIONS_API, kind, plural), Some(&ns)) {
                 Ok(items) => items,
                 Err(e) if e.code() == Some(404) => continue,
                 Err(e) if ns == namespace => {
@@ -124,7 +126,7 @@ pub fn read(live: &Live, namespace: &str) -> Result<TenantView> {
         }
     }
     let (api_version, kind) = INSTANCE_TYPE;
-    match live.list_cluster(api_version, kind, "virtualmachineclusterinstancetypes") {
+    match live.list_objects((api_version, kind, "virtualmachineclusterinstancetypes"), None) {
         Ok(types) => objects.extend(types),
         Err(e) => missing.push(format!(
             "cannot list virtualmachineclusterinstancetypes ({e}): applications sized by an instance type cannot be evaluated"
@@ -184,7 +186,11 @@ fn stand_in_tenants<'a>(
 /// prefix the tenant chart's names need; the other kinds' release names are not read.
 fn definition(kind: &str, plural: &str) -> Value {
     let (api_version, definition_kind) = APPLICATION_DEFINITION;
-    let prefix = if kind == TENANT_KIND { "tenant-" } else { "" };
+    let prefix = if kind == TENANT_KIND {
+        TENANT_PREFIX
+    } else {
+        ""
+    };
     json!({
         "apiVersion": api_version,
         "kind": definition_kind,
@@ -204,13 +210,14 @@ fn release(kind: &str, namespace: &str, name: &str, app: &Value) -> Value {
         .cloned()
         .unwrap_or_default();
     labels.insert(KIND_LABEL.into(), kind.into());
-    labels.insert("apps.cozystack.io/application.group".into(), GROUP.into());
+    labels.insert(GROUP_LABEL.into(), GROUP.into());
     labels.insert(NAME_LABEL.into(), name.into());
-    let prefix = if kind == TENANT_KIND { "tenant-" } else { "" };
-    let release_name = if kind == TENANT_KIND && namespace == ROOT && name == "root" {
+    let release_name = if kind != TENANT_KIND {
+        name.to_string()
+    } else if namespace == ROOT && name == "root" {
         ROOT.to_string()
     } else {
-        format!("{prefix}{name}")
+        format!("{TENANT_PREFIX}{name}")
     };
     let (api_version, release_kind) = HELM_RELEASE;
     json!({

@@ -15,10 +15,7 @@ use replay_runner::admission::{
 use serde_json::{Value, json};
 use tenant_reservation_policy::Verdict;
 use tenant_reservation_policy::cluster::{HELM_RELEASE, Kubernetes, Lookup};
-use tenant_reservation_policy::keys::{KIND_LABEL, NAME_LABEL};
-
-/// The application API the Cozystack API server serves.
-const APPLICATION_API: &str = "apps.cozystack.io/v1alpha1";
+use tenant_reservation_policy::keys::{APPLICATIONS_API, KIND_LABEL, NAME_LABEL};
 
 /// One write and the policy's verdict on it.
 pub struct WhatIf {
@@ -49,7 +46,7 @@ pub fn request_of(document: &Value, k8s: &dyn Kubernetes) -> Result<AdmissionReq
         .ok_or_else(|| anyhow!("the manifest names no metadata.name"))?;
     let kind = text(&object["kind"]).unwrap_or_default();
     let stored = stored(k8s, &namespace, &kind, &name)?;
-    let (group, version) = APPLICATION_API.split_once('/').unwrap_or_default();
+    let (group, version) = APPLICATIONS_API.split_once('/').unwrap_or_default();
     let request = json!({
         "uid": "tenant-reservation-ledger-what-if",
         "kind": {"group": group, "version": version, "kind": kind},
@@ -76,9 +73,9 @@ fn application_of(document: &Value) -> Result<Value> {
     if (api_version, kind) == HELM_RELEASE {
         return from_release(document).context("the HelmRelease stores no application");
     }
-    if api_version != APPLICATION_API {
+    if api_version != APPLICATIONS_API {
         bail!(
-            "{api_version} {kind} is not a write the policy decides: give an AdmissionReview, an {APPLICATION_API} application or the HelmRelease of one"
+            "{api_version} {kind} is not a write the policy decides: give an AdmissionReview, an {APPLICATIONS_API} application or the HelmRelease of one"
         );
     }
     Ok(document.clone())
@@ -91,7 +88,7 @@ fn from_release(release: &Value) -> Result<Value> {
     let kind = text(&labels[KIND_LABEL]).ok_or_else(|| anyhow!("no label {KIND_LABEL}"))?;
     let name = text(&labels[NAME_LABEL]).ok_or_else(|| anyhow!("no label {NAME_LABEL}"))?;
     Ok(json!({
-        "apiVersion": APPLICATION_API,
+        "apiVersion": APPLICATIONS_API,
         "kind": kind,
         "metadata": {"name": name, "namespace": release["metadata"]["namespace"]},
         "spec": release["spec"]["values"].clone(),
