@@ -1,5 +1,5 @@
-//! Does a write fit? Every piece of fit arithmetic of both gates, and every figure message:
-//! pure functions over what has been summed.
+//! Does a write fit? The verdict of each check and its message, as pure functions over a
+//! pool's [`Standing`] (where `budget - carved out - reserved` is computed, once):
 //!
 //! - **An application write**, for each key it grows, in that key's pool:
 //!   `limit = budget - carved out`, refused when `reserved + new > limit`. An UPDATE checks
@@ -43,7 +43,8 @@ pub struct Record {
     pub key: String,
     pub budget: Quantity,
     pub carved: Quantity,
-    /// What the pool holds besides the write (for a Tenant write: its load after it).
+    /// What the pool's applications reserve besides the write (for a Tenant write, the pool
+    /// after it without the child; for the child's own pool, what its applications reserve).
     pub reserved: Quantity,
     /// How much the write adds to the pool.
     pub growth: Quantity,

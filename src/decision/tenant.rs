@@ -11,11 +11,14 @@ use crate::resources::Overflow;
 /// A Tenant declaration, on one key of a pool above it.
 #[derive(Clone, Debug)]
 pub struct Declaration<'a> {
-    /// The pool after the write: the other carve-outs, and the reservations of its member
-    /// applications (the modules apart).
+    /// The pool before the write: its carve-outs and reservations.
+    pub before: Standing,
+    /// What the modules the child switched on before, and that have no release yet, reserve
+    /// in the pool.
+    pub landed_before: Quantity,
+    /// The pool after the write, without the child: the other carve-outs, and the
+    /// reservations of its member applications (the modules apart).
     pub after: Standing,
-    /// The pool's load before the write: carve-outs and reservations.
-    pub load_before: Quantity,
     /// What the child declares now and declared before, for the key.
     pub declared: Option<Quantity>,
     pub previous: Option<Quantity>,
@@ -25,29 +28,40 @@ pub struct Declaration<'a> {
 }
 
 impl Declaration<'_> {
-    /// The pool's load after the write: carve-outs, reservations, the child's declaration
-    /// and the modules that land in the pool.
-    pub fn load_after(&self) -> Option<Quantity> {
+    /// What the write puts in the pool: the child's declaration, and the modules that land
+    /// in the pool.
+    pub fn adds(&self) -> Result<Quantity, Overflow> {
         let modules = self.modules.map_or(Quantity::ZERO, |(_, q)| q);
-        [
-            self.after.carved.total,
-            self.after.reserved,
-            self.declared.unwrap_or(Quantity::ZERO),
-            modules,
-        ]
-        .into_iter()
-        .try_fold(Quantity::ZERO, Quantity::checked_add)
+        self.declared
+            .unwrap_or(Quantity::ZERO)
+            .checked_add(modules)
+            .ok_or(Overflow)
+    }
+
+    /// The pool's load before the write.
+    pub fn load_before(&self) -> Result<Quantity, Overflow> {
+        self.before
+            .load()?
+            .checked_add(self.landed_before)
+            .ok_or(Overflow)
+    }
+
+    /// By how much the write grows the pool's load (negative: it shrinks it).
+    pub fn growth(&self) -> Result<Quantity, Overflow> {
+        let load_after = self
+            .after
+            .load()?
+            .checked_add(self.adds()?)
+            .ok_or(Overflow)?;
+        load_after.checked_sub(self.load_before()?).ok_or(Overflow)
     }
 }
 
 /// The violation of a declaration that makes its pool's load grow past the budget.
 pub fn declaration_violation(d: &Declaration<'_>) -> Result<Option<String>, Overflow> {
-    let Standing {
-        pool, key, budget, ..
-    } = &d.after;
-    let (key, budget) = (key.as_str(), *budget);
-    let load_after = d.load_after().ok_or(Overflow)?;
-    if load_after <= d.load_before || load_after <= budget {
+    let key = d.after.key.as_str();
+    let past_budget = d.after.past_budget_with(d.adds()?)?;
+    if !d.growth()?.is_positive() || !past_budget.is_positive() {
         return Ok(None);
     }
     let what = match (d.declared, d.previous) {
@@ -69,26 +83,22 @@ pub fn declaration_violation(d: &Declaration<'_>) -> Result<Option<String>, Over
         }
     };
     Ok(Some(format!(
-        "{what} exceeds pool {pool}{}: {}",
-        by(key, load_after.checked_sub(budget)),
+        "{what} exceeds pool {}{}: {}",
+        d.after.pool,
+        by(key, Some(past_budget)),
         figures(&d.after)
     )))
 }
 
 /// What a child's subtree holds of a key it declares lower (or for the first time), or that
 /// the modules it switches on grow into.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Holding<'a> {
     /// The parent pool the difference would be handed back to.
     pub pool: &'a str,
-    /// The child's own pool.
-    pub own_pool: &'a str,
-    pub key: &'a str,
-    pub declared: Quantity,
-    /// What the applications of the child's own pool reserve, and how many hold it.
-    pub reserved: (Quantity, usize),
-    /// What the child's own sub-tenants declare.
-    pub sub_tenants: Quantity,
+    /// The child's own pool, its declaration as the budget: what its applications reserve
+    /// and its own sub-tenants declare.
+    pub own: Standing,
     /// What the modules the write switches on will reserve in the child's own pool, and
     /// their names.
     pub modules: (Quantity, &'a str),
@@ -102,46 +112,43 @@ pub struct Holding<'a> {
 pub fn handback_violation(h: &Holding<'_>) -> Result<Option<String>, Overflow> {
     let Holding {
         pool,
-        own_pool,
-        key,
-        declared,
-        reserved: (reserved, holders),
-        sub_tenants,
+        own,
         modules: (modules, module_names),
         hands_back,
-    } = *h;
-    let held_now = reserved.checked_add(sub_tenants).ok_or(Overflow)?;
-    let held = held_now.checked_add(modules).ok_or(Overflow)?;
-    if held <= declared {
+    } = h;
+    let key = own.key.as_str();
+    if !own.past_budget_with(*modules)?.is_positive() {
         return Ok(None);
     }
     // Handed back only what is held already; what only the modules add does not fit yet.
-    let hands_back = hands_back && held_now > declared;
+    let hands_back = *hands_back && own.over_budget()?.is_some();
     let mut what = format!(
-        "{} reserved by {holders} application{}",
-        show(key, reserved),
-        plural(holders)
+        "{} reserved by {} application{}",
+        show(key, own.reserved),
+        own.holders,
+        plural(own.holders)
     );
-    if !sub_tenants.is_zero() {
+    if !own.carved.total.is_zero() {
         what.push_str(&format!(
             " and {} declared by its sub-tenants",
-            show(key, sub_tenants)
+            show(key, own.carved.total)
         ));
     }
     if !modules.is_zero() {
         what.push_str(&format!(
             " and {} by the modules it switches on ({module_names})",
-            show(key, modules)
+            show(key, *modules)
         ));
     }
-    let declared = show(key, declared);
+    let declared = show(key, own.budget);
     Ok(Some(if hands_back {
         format!(
             "{key} {declared} is less than its namespaces already hold ({what}): declaring it would hand back budget of pool {pool} that is still in use"
         )
     } else {
         format!(
-            "{key} {declared} does not cover what its namespaces will hold ({what}) in pool {own_pool}"
+            "{key} {declared} does not cover what its namespaces will hold ({what}) in pool {}",
+            own.pool
         )
     }))
 }
@@ -161,9 +168,17 @@ mod tests {
             },
             ..standing("tenant-a", "cpu", "10", ("2", 2))
         };
+        let before = Standing {
+            carved: Carved {
+                total: q("4"),
+                by: 1,
+            },
+            ..standing("tenant-a", "cpu", "10", ("2", 2))
+        };
         let d = Declaration {
+            before: before.clone(),
+            landed_before: Quantity::ZERO,
             after: after.clone(),
-            load_before: q("6"),
             declared: Some(q("6")),
             previous: Some(q("2")),
             modules: None,
@@ -179,7 +194,7 @@ mod tests {
         assert_eq!(declaration_violation(&within).unwrap(), None);
         // An overcommitted pool whose load does not grow passes.
         let no_growth = Declaration {
-            load_before: q("20"),
+            landed_before: q("14"),
             ..d.clone()
         };
         assert_eq!(declaration_violation(&no_growth).unwrap(), None);
@@ -195,7 +210,8 @@ mod tests {
         let switched_on = Declaration {
             declared: None,
             previous: None,
-            load_before: q("8"),
+            before: before.clone(),
+            landed_before: q("2"),
             modules: Some(("Etcd tenant-a-x/etcd", q("3500m"))),
             after: Standing {
                 reserved: q("5500m"),
@@ -217,13 +233,16 @@ mod tests {
 
     #[test]
     fn a_declaration_must_cover_what_its_subtree_holds() {
+        let own = |reserved: (&str, usize), sub_tenants: &str| Standing {
+            carved: Carved {
+                total: q(sub_tenants),
+                by: 1,
+            },
+            ..standing("tenant-a-x", "memory", "4Gi", reserved)
+        };
         let h = Holding {
             pool: "tenant-a",
-            own_pool: "tenant-a-x",
-            key: "memory",
-            declared: q("4Gi"),
-            reserved: (q("3Gi"), 2),
-            sub_tenants: q("2Gi"),
+            own: own(("3Gi", 2), "2Gi"),
             modules: (Quantity::ZERO, ""),
             hands_back: true,
         };
@@ -232,14 +251,15 @@ mod tests {
             "memory 4Gi is less than its namespaces already hold (3Gi reserved by 2 applications and 2Gi declared by its sub-tenants): declaring it would hand back budget of pool tenant-a that is still in use"
         );
         let covered = Holding {
-            sub_tenants: q("1Gi"),
-            ..h
+            own: own(("3Gi", 2), "1Gi"),
+            ..h.clone()
         };
         assert_eq!(handback_violation(&covered).unwrap(), None);
         let modules = Holding {
-            own_pool: "tenant-x",
-            reserved: (Quantity::ZERO, 0),
-            sub_tenants: Quantity::ZERO,
+            own: Standing {
+                pool: "tenant-x".into(),
+                ..own(("0", 0), "0")
+            },
             modules: (q("33Gi"), "Monitoring tenant-x/monitoring"),
             hands_back: false,
             ..h

@@ -95,7 +95,32 @@ impl<'t> Pool<'t> {
     }
 }
 
+/// A pool whose root's quota cannot be read: nothing can be checked against it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the budget of pool {pool} cannot be read: {reason}")]
+pub struct UnreadableBudget {
+    pub pool: String,
+    pub reason: String,
+}
+
 impl Tenancy {
+    /// The pool of `key` that `namespace` belongs to, with its budget; `None` when no tenant
+    /// at or above it bounds `key`.
+    pub fn budgeted_pool<'t>(
+        &'t self,
+        namespace: &str,
+        key: &str,
+    ) -> Result<Option<(Pool<'t>, Quantity)>, UnreadableBudget> {
+        let Some(pool) = self.pool(namespace, key) else {
+            return Ok(None);
+        };
+        let budget = pool.budget().map_err(|reason| UnreadableBudget {
+            pool: pool.name().to_string(),
+            reason: reason.to_string(),
+        })?;
+        Ok(Some((pool, budget)))
+    }
+
     /// The pool of `key` that `namespace` belongs to; `None` when no tenant at or above it
     /// bounds `key`.
     pub fn pool<'t>(&'t self, namespace: &str, key: &str) -> Option<Pool<'t>> {
@@ -133,14 +158,14 @@ impl Tenancy {
         let budget = root.quota.as_ref().ok()?;
         let mut parts = Vec::new();
         for (key, declared) in budget.iter() {
-            let carved = self
+            let standing = self
                 .pool_rooted_at(root, key)
-                .carved(None, &mut Vec::new())
+                .standing(declared, None, &Usage::default(), &mut Vec::new())
                 .ok()?;
-            if carved.total > declared {
+            if standing.overcommitted() {
                 parts.push(format!(
                     "{key}: sub-tenants declare {} of a budget of {}",
-                    show(key, carved.total),
+                    show(key, standing.carved.total),
                     show(key, declared)
                 ));
             }

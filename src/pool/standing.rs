@@ -48,7 +48,13 @@ impl Pool<'_> {
 }
 
 impl Standing {
-    /// `budget - carved out - reserved`: negative when the pool is over budget.
+    /// What the pool holds: `carved out + reserved`.
+    pub fn load(&self) -> Result<Quantity, Overflow> {
+        self.carved.total.checked_add(self.reserved).ok_or(Overflow)
+    }
+
+    /// `budget - carved out - reserved`: negative when the pool is over budget. Subtracted
+    /// one after the other, so that a load past the largest quantity still has a `left`.
     pub fn left(&self) -> Result<Quantity, Overflow> {
         self.budget
             .checked_sub(self.carved.total)
@@ -116,6 +122,7 @@ mod tests {
     #[test]
     fn what_is_left_is_the_budget_less_carve_outs_and_reservations() {
         let within = standing("10", "4", "3500m");
+        assert_eq!(within.load(), Ok(q("7500m")));
         assert_eq!(within.left(), Ok(q("2500m")));
         assert_eq!(within.available(), Ok(q("2500m")));
         assert_eq!(within.over_budget(), Ok(None));

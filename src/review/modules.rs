@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use super::Refusal;
+use super::refusal::Refusal;
 use crate::charge::Governing;
 use crate::context::Context;
 use crate::quantity::Quantity;
@@ -49,17 +49,9 @@ pub(super) fn switched_on(
     tenant: &Governing,
     values: &Value,
     owned: &str,
-    subject: &str,
 ) -> Result<Modules, Refusal> {
-    let implied = tenant
-        .implied(values)
-        .map_err(|error| Refusal::Unevaluable {
-            subject: subject.to_string(),
-            error,
-        })?;
-    let stored = context
-        .listing(owned)
-        .map_err(|error| Refusal::cluster(subject, error))?;
+    let implied = tenant.implied(values)?;
+    let stored = context.listing(owned)?;
     let mut modules = Modules::default();
     for module in implied {
         let exists = stored
@@ -78,10 +70,7 @@ pub(super) fn switched_on(
                 modules
                     .total
                     .add_all(&reserved)
-                    .map_err(|_| Refusal::Overflow {
-                        subject: subject.to_string(),
-                        what: "modules' reservations",
-                    })?;
+                    .map_err(|_| Refusal::Overflow("modules' reservations"))?;
                 modules.parts.push((label, reserved));
             }
             Ok(_) => {}

@@ -5,32 +5,14 @@
 
 use std::collections::BTreeSet;
 
-use super::verdict::cut;
-use super::{Notes, Refusal};
+use super::refusal::Refusal;
+use super::text::{PROBLEM_CHARS, PROBLEMS_SHOWN, cut};
+use super::verdict::Notes;
 use crate::settings::{Settings, SiblingFailure};
-
-/// How many problems with other objects a message or the warnings name one by one, and how
-/// long each may be: a pool of hundreds of broken objects still gets a readable answer.
-const PROBLEMS_SHOWN: usize = 3;
-const PROBLEM_CHARS: usize = 200;
-
-/// `a; b; c; +N more`.
-pub(super) fn summary(problems: &[String]) -> String {
-    let mut shown: Vec<String> = problems
-        .iter()
-        .take(PROBLEMS_SHOWN)
-        .map(|p| cut(p.clone(), PROBLEM_CHARS))
-        .collect();
-    if problems.len() > PROBLEMS_SHOWN {
-        shown.push(format!("+{} more", problems.len() - PROBLEMS_SHOWN));
-    }
-    shown.join("; ")
-}
 
 /// How every gate ends: `siblingFailure` applied to the problems with objects other than the
 /// one under admission (a refusal, or warnings), then the violations, if any.
 pub(super) struct Outcome<'a> {
-    pub subject: String,
     /// The pools checked, by name (sorted, each once).
     pub pools: BTreeSet<&'a str>,
     pub problems: Vec<String>,
@@ -50,7 +32,6 @@ impl Outcome<'_> {
             match settings.sibling_failure {
                 SiblingFailure::Deny => {
                     return Err(Refusal::Siblings {
-                        subject: self.subject,
                         pools,
                         problems: self.problems,
                     });
@@ -63,10 +44,7 @@ impl Outcome<'_> {
         if self.violations.is_empty() {
             Ok(())
         } else {
-            Err(Refusal::OverBudget {
-                subject: self.subject,
-                violations: self.violations,
-            })
+            Err(Refusal::OverBudget(self.violations))
         }
     }
 }

@@ -1,14 +1,17 @@
 //! Every reason a write is refused, in one enum: gates return a [`Refusal`] and it becomes
-//! text only in the verdict, so every message is worded here.
+//! text only in the verdict, which names the subject once ([`Refusal::message`]), so every
+//! message is worded here and no gate carries the subject into its errors.
 
-use super::outcome::summary;
+use super::text::summary;
 use crate::charge::ChargeError;
 use crate::context::ContextError;
 use crate::keys::plural;
+use crate::pool::UnreadableBudget;
 
 /// Why a write is refused.
 #[derive(Debug, thiserror::Error)]
 pub enum Refusal {
+    // Refusals of the request itself, before or apart from its object.
     #[error("the admission request cannot be read: {0}")]
     Unreadable(String),
     #[error("unsupported admission operation {0:?}")]
@@ -17,69 +20,61 @@ pub enum Refusal {
     NoObject { kind: String, found: String },
     #[error("{kind} {name}: an application must have a namespace")]
     NoNamespace { kind: String, name: String },
-    #[error("{subject}: {reason}")]
-    BadSpec { subject: String, reason: String },
-    #[error("{subject}: the previous version's {reason}")]
-    BadPreviousSpec { subject: String, reason: String },
-    #[error("{subject}: an UPDATE without oldObject cannot be checked for growth")]
-    NoOldObject { subject: String },
     #[error("{0}")]
     Settings(String),
-    #[error("{subject}: {error}")]
-    Cluster {
-        subject: String,
-        error: ContextError,
-    },
-    #[error("{subject} cannot be evaluated: {error}")]
-    Unevaluable { subject: String, error: ChargeError },
-    #[error("{subject}: the budget of pool {pool} cannot be read: {reason}")]
-    BudgetUnreadable {
-        subject: String,
-        pool: String,
-        reason: String,
-    },
-    #[error("{subject}: the carve-outs of pool {pool} overflow")]
-    PoolCarveOutsOverflow { subject: String, pool: String },
-    #[error("{subject}: the {what} overflow")]
-    Overflow { subject: String, what: &'static str },
+
+    // Refusals of the object under admission: the verdict puts its label in front.
+    #[error("{0}")]
+    BadSpec(String),
+    #[error("the previous version's {0}")]
+    BadPreviousSpec(String),
+    #[error("an UPDATE without oldObject cannot be checked for growth")]
+    NoOldObject,
+    #[error("{0}")]
+    Cluster(#[from] ContextError),
+    #[error("cannot be evaluated: {0}")]
+    Unevaluable(#[from] ChargeError),
+    #[error("the budget of pool {} cannot be read: {}", .0.pool, .0.reason)]
+    BudgetUnreadable(#[from] UnreadableBudget),
+    #[error("the carve-outs of pool {pool} overflow")]
+    PoolCarveOutsOverflow { pool: String },
+    #[error("the {0} overflow")]
+    Overflow(&'static str),
     #[error(
-        "{subject}: pool {pools} cannot be checked, {} other object{} cannot be evaluated (siblingFailure: deny): {}",
+        "pool {pools} cannot be checked, {} other object{} cannot be evaluated (siblingFailure: deny): {}",
         problems.len(), plural(problems.len()), summary(problems)
     )]
     Siblings {
-        subject: String,
         pools: String,
         problems: Vec<String>,
     },
     /// The declaration of a Tenant under admission is malformed.
-    #[error("{subject}: {}", problems.join("; "))]
-    Declaration {
-        subject: String,
-        problems: Vec<String>,
-    },
+    #[error("{}", .0.join("; "))]
+    Declaration(Vec<String>),
     #[error(
-        "{subject}: {key} cannot shrink from {from} to {to}: the chart keeps what it has provisioned, so the lower value would under-charge it"
+        "{key} cannot shrink from {from} to {to}: the chart keeps what it has provisioned, so the lower value would under-charge it"
     )]
     Shrinks {
-        subject: String,
         key: String,
         from: String,
         to: String,
     },
-    #[error("{subject}: {}", violations.join("; "))]
-    OverBudget {
-        subject: String,
-        violations: Vec<String>,
-    },
+    #[error("{}", .0.join("; "))]
+    OverBudget(Vec<String>),
 }
 
 impl Refusal {
-    /// A lookup of the cluster failed while deciding on `subject`: the one way a
-    /// [`Refusal::Cluster`] is made.
-    pub fn cluster(subject: &str, error: ContextError) -> Refusal {
-        Refusal::Cluster {
-            subject: subject.to_string(),
-            error,
+    /// The message, naming `subject` (`VMInstance tenant-foo/db1`) in front of a refusal of
+    /// the object under admission.
+    pub fn message(&self, subject: Option<&str>) -> String {
+        use Refusal::*;
+        match (self, subject) {
+            (Unreadable(_) | UnsupportedOperation(_) | NoObject { .. } | NoNamespace { .. }, _)
+            | (Settings(_), _)
+            | (_, None) => self.to_string(),
+            // `Postgres tenant-a/db cannot be evaluated: ...`
+            (Unevaluable(_), Some(subject)) => format!("{subject} {self}"),
+            (_, Some(subject)) => format!("{subject}: {self}"),
         }
     }
 }

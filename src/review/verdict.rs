@@ -2,7 +2,8 @@
 //! checks made). Warnings are bounded here to what Kubernetes carries, so that no gate has
 //! to think about it.
 
-use super::Refusal;
+use super::refusal::Refusal;
+use super::text::cut;
 use crate::decision::Record;
 
 /// The policy's answer.
@@ -38,12 +39,15 @@ impl Verdict {
         }
     }
 
-    /// The verdict of a gate: accepted unless it refused, with what it noted.
+    /// The verdict of a gate: accepted unless it refused, with what it noted. A refusal is
+    /// worded here, about the subject the gate noted.
     pub(super) fn of(gate: impl FnOnce(&mut Notes) -> Result<(), Refusal>) -> Self {
         let mut notes = Notes::default();
         let mut verdict = match gate(&mut notes) {
             Ok(()) => Verdict::accept(notes.warnings),
-            Err(refusal) => Verdict::reject(refusal.to_string(), notes.warnings),
+            Err(refusal) => {
+                Verdict::reject(refusal.message(notes.subject.as_deref()), notes.warnings)
+            }
         };
         verdict.subject = notes.subject;
         verdict.records = notes.records;
@@ -81,16 +85,6 @@ fn bounded(warnings: Vec<String>) -> Vec<String> {
         kept.push(warning);
     }
     kept
-}
-
-/// `text` cut to at most `chars` characters, the last one `…` when cut.
-pub(crate) fn cut(text: String, chars: usize) -> String {
-    if text.chars().count() <= chars {
-        return text;
-    }
-    let mut cut: String = text.chars().take(chars - 1).collect();
-    cut.push('…');
-    cut
 }
 
 #[cfg(test)]

@@ -18,13 +18,15 @@
 mod checks;
 mod scope;
 
-use super::{Notes, Refusal, Subject, tenants_above};
+use super::refusal::Refusal;
+use super::subject::Subject;
+use super::verdict::Notes;
 use crate::context::Context;
 use crate::keys::{GPU_ALL_CLASSES, GPU_CLASS_SUFFIX, in_gpu_domain, is_gpu_budget_key};
-use crate::pool::{Tenant, declared_quota, is_tenant_name, owned_namespace};
+use crate::pool::{declared_quota, is_tenant_name, owned_namespace};
 use crate::quantity::Quantity;
-use checks::{Findings, Write, pools_checked};
-use scope::{Change, Scope, Usages, own_pools, parent_pools, parents_after, read_pools, warn_only};
+use checks::{Findings, Usages};
+use scope::{Change, Scope, TenantWrite};
 
 /// The gate, step by step. The host is asked in this order, always: the tenants above, the
 /// Tenant kind's definition, the owned namespace's releases (for the modules), the pools from
@@ -34,79 +36,46 @@ pub(super) fn check(
     context: &Context<'_>,
     notes: &mut Notes,
 ) -> Result<(), Refusal> {
-    let label = subject.label();
-    let declared = declared(subject, &label)?;
+    let declared = declared(subject)?;
     let owns = owned_namespace(subject.name, subject.namespace);
-    // The root tenant has no pool above it; only its modules are checked, in its own pools.
-    let is_root = owns == subject.namespace;
-    let mut before = tenants_above(context, subject)?;
-    let change = Change::of(context, subject, &declared, &owns, &label)?;
-    let scope = Scope::of(&change, &before, subject, is_root);
-    if scope.parent_keys.is_empty() && scope.own_keys.is_empty() {
-        warn_only(context, subject, &mut before, &scope, &change, notes)?;
-        return Ok(());
+    let mut before = context.tenants_above(subject.namespace)?;
+    let change = Change::of(context, subject, &declared, &owns)?;
+    let scope = Scope::of(&change, &before, subject.namespace, &owns);
+    let write = TenantWrite {
+        subject,
+        context,
+        owns,
+        change,
+        scope,
+    };
+    if write.scope.checks_nothing() {
+        return write.warn_only(&mut before, notes);
     }
 
-    read_pools(context, subject, &mut before, &scope, &owns, notes)?;
-    let parents = parent_pools(&before, subject, &scope.parent_keys)?;
-    let child = Tenant {
-        namespace: subject.namespace.to_string(),
-        owns: owns.clone(),
-        quota: Ok(change.new.clone()),
-        bounded: !change.new.is_empty(),
-    };
-    let after = before.with(child.clone());
-    let own = own_pools(&after, &child, &scope.own_keys);
-    let parents_after = parents_after(&after, &parents);
-    let usages = Usages::of(context, &label, &parents, &parents_after, &own)?;
-
-    let write = Write {
-        label: &label,
-        owns: &owns,
-        change: &change,
-    };
+    write.read_pools(&mut before, notes)?;
+    let parents = write.parent_pools(&before)?;
+    let after = before.with(write.child());
+    let pools = write.pools_after(parents, &after);
+    let usages = Usages::of(context, &pools)?;
     let mut findings = Findings::default();
-    for ((before_pool, budget), after_pool) in parents.iter().zip(&parents_after) {
-        write.check_parent_pool(
-            before_pool,
-            *budget,
-            after_pool,
-            &usages,
-            &mut findings,
-            notes,
-        )?;
+    for parent in &pools.parents {
+        write.check_parent_pool(parent, &usages, &mut findings)?;
     }
-    for (own_pool, hands_back) in &own {
-        let key = own_pool.key.as_str();
-        let parent = parents.iter().find(|(p, _)| p.key == key).map(|(p, _)| p);
-        write.check_own_pool(
-            own_pool,
-            *hands_back,
-            parent,
-            &usages.held,
-            &mut findings,
-            notes,
-        )?;
+    for own in &pools.own {
+        write.check_own_pool(own, &pools, &usages, &mut findings)?;
     }
-    let pools = pools_checked(&owns, &parents, &own);
-    write.conclude(context, pools, usages.unevaluable, findings, notes)
+    write.conclude(pools.names(&write.owns), usages, findings, notes)
 }
 
 /// The child's declared quota: refused when it is malformed, when it holds keys of the GPU
 /// budget domain that are not budget keys, or when the Tenant's name would own no namespace.
-fn declared(subject: &Subject<'_>, label: &str) -> Result<Vec<(String, Quantity)>, Refusal> {
-    let refuse = |problems| Refusal::Declaration {
-        subject: label.to_string(),
-        problems,
-    };
-    let declared = declared_quota(subject.values).map_err(refuse)?;
-    if let Some(problem) = unenforced_gpu_keys(&declared) {
-        return Err(refuse(vec![problem]));
+fn declared(subject: &Subject<'_>) -> Result<Vec<(String, Quantity)>, Refusal> {
+    let declared = declared_quota(subject.values).map_err(Refusal::Declaration)?;
+    let problem = unenforced_gpu_keys(&declared).or_else(|| owns_no_namespace(subject.name));
+    match problem {
+        Some(problem) => Err(Refusal::Declaration(vec![problem])),
+        None => Ok(declared),
     }
-    if let Some(problem) = owns_no_namespace(subject.name) {
-        return Err(refuse(vec![problem]));
-    }
-    Ok(declared)
 }
 
 /// The declared keys in the GPU budget domain that are not budget keys: nothing would
