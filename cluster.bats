@@ -134,6 +134,19 @@ denied() { # the output is the webhook's refusal, with the given text
     denied 'Tenant tenant-root/nomods: cpu 1 does not cover'
 }
 
+@test "pending modules: a stored Tenant's modules count in the pool before their releases exist" {
+    tenant pend '{"cpu":"4","memory":"16Gi","storage":"100Gi"}'
+    write create Tenant tenants tenant-pend c '{"etcd":true}'
+    [ "$status" -eq 0 ]
+    # helm-controller has not created the module release (the tenant chart's render failed,
+    # say, while a module's package is missing): the Tenant is stored, its Etcd is not.
+    kubectl delete helmrelease -n tenant-pend-c etcd
+    vm create tenant-pend vm1 u1.large
+    denied 'VMInstance tenant-pend/vm1: cpu 2 exceeds pool tenant-pend by 1: budget 4, reserved 3 by 1 application (largest: Etcd tenant-pend-c/etcd (pending release) 3), available 1'
+    vm create tenant-pend vm1 u1.medium
+    [ "$status" -eq 0 ]
+}
+
 @test "monitor mode admits what protect refuses and logs it; protect then refuses it" {
     tenant monitor '{"cpu":"4","memory":"8Gi","storage":"100Gi"}'
     bash scripts/cluster/policy-server.sh up "$CLUSTER_DIR" --mode monitor >/dev/null

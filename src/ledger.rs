@@ -34,6 +34,9 @@ pub struct PoolLine {
     pub over_budget: Option<Quantity>,
     /// The pool's objects that cannot be evaluated (counted as zero), by label and reason.
     pub unevaluable: Vec<String>,
+    /// The module releases the tenant chart will create that the pool holds (charged until
+    /// they exist), by label.
+    pub pending: Vec<String>,
     /// The namespaces whose applications the pool holds.
     pub namespaces: Vec<String>,
 }
@@ -104,9 +107,10 @@ fn line(context: &Context<'_>, pool: &Pool<'_>, holders: usize) -> Result<PoolLi
     Ok(PoolLine {
         available: standing.available().map_err(|_| overflow())?,
         over_budget: standing.over_budget().map_err(|_| overflow())?,
+        pending: usage.pending.iter().cloned().collect(),
         standing,
         unevaluable,
-        namespaces: pool.members.iter().map(|m| m.to_string()).collect(),
+        namespaces: pool.members.iter().map(|m| m.owns.clone()).collect(),
     })
 }
 
@@ -135,6 +139,7 @@ impl PoolLine {
                 "charge": self.show(*charge),
             })).collect::<Vec<_>>(),
             "unevaluable": self.unevaluable,
+            "pending": self.pending,
             "namespaces": self.namespaces,
         })
     }

@@ -134,14 +134,11 @@ impl Lookup {
     /// namespace are also read in the value paths of [`application_masks`].
     pub fn fixed_field_masks(&self) -> &'static [&'static str] {
         match self {
-            Lookup::Applications { .. } | Lookup::AllApplications => APPLICATION_FIXED_MASKS,
-            // Only its quota: a tenant above is read for nothing else.
-            Lookup::Tenant { .. } => &[
-                "metadata.labels",
-                "metadata.name",
-                "metadata.namespace",
-                "spec.values.resourceQuotas",
-            ],
+            // A tenant above is an application too: read in the same value paths, for its quota
+            // and the modules its values switch on.
+            Lookup::Applications { .. } | Lookup::AllApplications | Lookup::Tenant { .. } => {
+                APPLICATION_FIXED_MASKS
+            }
             // A definition's dashboard (its icon), release and secrets are most of its size;
             // its schema most of the rest, read alone when needed.
             Lookup::Definitions => &[

@@ -5,13 +5,17 @@
 //!   the instance types, and what the applications of a set of pools reserve;
 //! - [`scope`]: which tenants and namespaces the request reads: the tenants above the
 //!   namespace written to, then the namespaces of the pools it checks, walked down from their
-//!   roots.
+//!   roots;
+//! - [`modules`]: what a Tenant brings besides its declaration, the module releases the
+//!   tenant chart will create, charged in their pools until they exist.
 //!
 //! The lookups' sequence depends only on the request and the cluster, as kwctl's session
 //! replay requires.
 
+mod modules;
 mod scope;
 
+pub use modules::{Modules, ModulesError};
 pub use scope::{Listing, NAMESPACE_LISTS};
 
 use std::cell::{Cell, OnceCell, RefCell};
@@ -44,6 +48,16 @@ pub enum ContextError {
     NoTenantDefinition,
     #[error("the reservations of the pool overflow")]
     ReservationsOverflow,
+}
+
+/// One holder of a pool, stored or pending: what a sum may leave out.
+#[derive(Clone, Copy, Debug)]
+pub struct Held<'a> {
+    pub kind: &'a str,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    /// A module release the tenant chart will create, not yet stored.
+    pub pending: bool,
 }
 
 /// What the other objects of a pool that cannot be evaluated are, by label and reason.
@@ -279,54 +293,114 @@ impl<'k> Context<'k> {
         charge
     }
 
-    /// Sums, for each pool, what its member applications reserve of its key, except `skip`
-    /// ones (the pools' keys are distinct). Those that cannot be evaluated are returned by
-    /// label with the reason. The pools' namespaces are read in name order.
+    /// Sums, for each pool, what its member applications reserve of its key, and the modules
+    /// their tenants bring that have no release yet, except `skip` ones (the pools' keys are
+    /// distinct). Those that cannot be evaluated are returned by label with the reason. The
+    /// pools' namespaces are read in name order.
     pub(crate) fn usage(
         &self,
         pools: &[Pool<'_>],
-        skip: impl Fn(&Application) -> bool,
+        skip: impl Fn(Held<'_>) -> bool,
     ) -> Result<(Usage, Unevaluable), ContextError> {
         self.usage_keeping(pools, skip, Usage::default())
+    }
+
+    /// What one module of `kind` with `values` reserves (evaluated once per request).
+    fn module_charge(&self, kind: &str, values: &Value) -> Charge {
+        let key = values.to_string();
+        if let Some(known) = self
+            .charges
+            .borrow()
+            .get(kind)
+            .and_then(|by_values| by_values.get(key.as_str()))
+        {
+            return known.clone();
+        }
+        let charge = self
+            .governing(kind)
+            .and_then(|g| self.charge(&g, kind, values));
+        self.charges
+            .borrow_mut()
+            .entry(kind.into())
+            .or_default()
+            .insert(key.into(), charge.clone());
+        charge
     }
 
     /// [`Context::usage`], added to `usage` (which says how many largest holders it keeps).
     pub(crate) fn usage_keeping(
         &self,
         pools: &[Pool<'_>],
-        skip: impl Fn(&Application) -> bool,
+        skip: impl Fn(Held<'_>) -> bool,
         mut usage: Usage,
     ) -> Result<(Usage, Unevaluable), ContextError> {
-        let mut membership: BTreeMap<&str, Vec<bool>> = BTreeMap::new();
+        let mut membership: BTreeMap<&str, (&Tenant, Vec<bool>)> = BTreeMap::new();
         for (i, pool) in pools.iter().enumerate() {
-            for &namespace in &pool.members {
+            for &owner in &pool.members {
                 membership
-                    .entry(namespace)
-                    .or_insert_with(|| vec![false; pools.len()])[i] = true;
+                    .entry(owner.owns.as_str())
+                    .or_insert_with(|| (owner, vec![false; pools.len()]))
+                    .1[i] = true;
             }
         }
         let mut problems = Unevaluable::default();
-        for (namespace, member) in membership {
+        for (namespace, (owner, member)) in membership {
             let listing = self.listing(namespace)?;
+            let add = |usage: &mut Usage, charge: &Resources, label: &dyn Fn() -> String| {
+                for (pool, _) in pools.iter().zip(&member).filter(|(_, m)| **m) {
+                    usage
+                        .add_key(&pool.key, charge.get(&pool.key), label)
+                        .map_err(|_| ContextError::ReservationsOverflow)?;
+                }
+                Ok::<_, ContextError>(())
+            };
             for app in &listing.applications {
+                let held = Held {
+                    kind: &app.kind,
+                    namespace: &app.namespace,
+                    name: &app.name,
+                    pending: false,
+                };
                 if *app.kind == *TENANT_KIND
                     || self.settings.exempt_kinds.contains(&*app.kind)
-                    || skip(app)
+                    || skip(held)
                 {
                     continue;
                 }
                 match self.stored_charge(app) {
-                    Ok(Some(charge)) => {
-                        for (pool, _) in pools.iter().zip(&member).filter(|(_, m)| **m) {
-                            usage
-                                .add_key(&pool.key, charge.get(&pool.key), || app.label())
-                                .map_err(|_| ContextError::ReservationsOverflow)?;
-                        }
-                    }
+                    Ok(Some(charge)) => add(&mut usage, &charge, &|| app.label())?,
                     Ok(None) => {}
                     Err(e) if app.module => problems.modules.push(format!("{}: {e}", app.label())),
                     Err(e) => problems.applications.push(format!("{}: {e}", app.label())),
                 }
+            }
+            match self.pending_in(&owner.values, namespace, &listing) {
+                Ok(modules) => {
+                    for module in &modules.parts {
+                        let held = Held {
+                            kind: &module.kind,
+                            namespace,
+                            name: &module.name,
+                            pending: true,
+                        };
+                        if skip(held) {
+                            continue;
+                        }
+                        add(&mut usage, &module.reserved, &|| module.holder())?;
+                        let held_here = pools
+                            .iter()
+                            .zip(&member)
+                            .any(|(pool, m)| *m && module.reserved.get(&pool.key).is_positive());
+                        if held_here {
+                            usage.pending.insert(module.label());
+                        }
+                    }
+                    problems.modules.extend(modules.unevaluable);
+                }
+                Err(ModulesError::Cluster(e)) => return Err(e),
+                Err(ModulesError::Unevaluable(e)) => problems.modules.push(format!(
+                    "the modules of the Tenant owning {namespace} (pending releases): {e}"
+                )),
             }
         }
         Ok((usage, problems))

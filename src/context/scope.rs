@@ -80,7 +80,8 @@ impl Context<'_> {
                 namespace: parent.to_string(),
                 release: format!("{prefix}{name}"),
             };
-            let answer = cluster::list_fixed(self.k8s, &lookup).map_err(ContextError::Tenants)?;
+            let answer = cluster::list(self.k8s, &lookup, self.application_masks())
+                .map_err(ContextError::Tenants)?;
             let listed = cluster::parse_applications(&answer, |kind| self.release_prefix(kind))
                 .map_err(ContextError::Tenants)?;
             Ok(listed

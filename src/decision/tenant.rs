@@ -11,11 +11,9 @@ use crate::resources::Overflow;
 /// A Tenant declaration, on one key of a pool above it.
 #[derive(Clone, Debug)]
 pub struct Declaration<'a> {
-    /// The pool before the write: its carve-outs and reservations.
+    /// The pool before the write: its carve-outs and reservations (the pending modules of
+    /// the child's stored version among them).
     pub before: Standing,
-    /// What the modules the child switched on before, and that have no release yet, reserve
-    /// in the pool.
-    pub landed_before: Quantity,
     /// The pool after the write, without the child: the other carve-outs, and the
     /// reservations of its member applications (the modules apart).
     pub after: Standing,
@@ -38,14 +36,6 @@ impl Declaration<'_> {
             .ok_or(Overflow)
     }
 
-    /// The pool's load before the write.
-    pub fn load_before(&self) -> Result<Quantity, Overflow> {
-        self.before
-            .load()?
-            .checked_add(self.landed_before)
-            .ok_or(Overflow)
-    }
-
     /// By how much the write grows the pool's load (negative: it shrinks it).
     pub fn growth(&self) -> Result<Quantity, Overflow> {
         let load_after = self
@@ -53,7 +43,7 @@ impl Declaration<'_> {
             .load()?
             .checked_add(self.adds()?)
             .ok_or(Overflow)?;
-        load_after.checked_sub(self.load_before()?).ok_or(Overflow)
+        load_after.checked_sub(self.before.load()?).ok_or(Overflow)
     }
 }
 
@@ -177,7 +167,6 @@ mod tests {
         };
         let d = Declaration {
             before: before.clone(),
-            landed_before: Quantity::ZERO,
             after: after.clone(),
             declared: Some(q("6")),
             previous: Some(q("2")),
@@ -194,7 +183,10 @@ mod tests {
         assert_eq!(declaration_violation(&within).unwrap(), None);
         // An overcommitted pool whose load does not grow passes.
         let no_growth = Declaration {
-            landed_before: q("14"),
+            before: Standing {
+                reserved: q("16"),
+                ..before.clone()
+            },
             ..d.clone()
         };
         assert_eq!(declaration_violation(&no_growth).unwrap(), None);
@@ -210,8 +202,10 @@ mod tests {
         let switched_on = Declaration {
             declared: None,
             previous: None,
-            before: before.clone(),
-            landed_before: q("2"),
+            before: Standing {
+                reserved: q("4"),
+                ..before.clone()
+            },
             modules: Some(("Etcd tenant-a-x/etcd", q("3500m"))),
             after: Standing {
                 reserved: q("5500m"),

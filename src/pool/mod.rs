@@ -34,9 +34,10 @@ use crate::resources::Overflow;
 pub struct Pool<'t> {
     pub key: String,
     pub root: &'t Tenant,
-    /// The namespaces whose applications it holds: the root's and every one below it reached
-    /// through tenants that do not bound the key, from the top down.
-    pub members: Vec<&'t str>,
+    /// The tenants whose namespaces' applications (and pending modules) it holds: the root
+    /// and every one below it reached through tenants that do not bound the key, from the top
+    /// down.
+    pub members: Vec<&'t Tenant>,
     /// The bounded sub-tenants whose declarations are carved out, from the top down.
     pub carve_outs: Vec<&'t Tenant>,
 }
@@ -65,7 +66,7 @@ impl<'t> Pool<'t> {
     /// Whether the applications of `namespace` are charged to this pool.
     #[cfg(test)]
     pub fn has_member(&self, namespace: &str) -> bool {
-        self.members.contains(&namespace)
+        self.members.iter().any(|m| m.owns == namespace)
     }
 
     /// What the carve-outs declare, skipping the one that owns `except`; a carve-out whose
@@ -131,16 +132,16 @@ impl Tenancy {
     /// The pool of `key` rooted at `root` (a tenant that bounds `key`): walked down from the
     /// root, through the tenants that do not bound `key`, to those that do.
     pub fn pool_rooted_at<'t>(&'t self, root: &'t Tenant, key: &str) -> Pool<'t> {
-        let mut members = vec![root.owns.as_str()];
+        let mut members = vec![root];
         let mut carve_outs = Vec::new();
         let mut next = 0;
-        while let Some(&namespace) = members.get(next) {
+        while let Some(&member) = members.get(next) {
             next += 1;
-            for child in self.children(namespace) {
+            for child in self.children(&member.owns) {
                 if child.bounds(key) {
                     carve_outs.push(child);
                 } else {
-                    members.push(&child.owns);
+                    members.push(child);
                 }
             }
         }

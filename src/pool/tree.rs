@@ -6,6 +6,7 @@
 //!   declares it (an unreadable quota bounds every key: whoever depends on it fails closed).
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use serde_json::Value;
 
@@ -44,6 +45,9 @@ pub struct Tenant {
     pub quota: Result<Budget, String>,
     /// Whether `resourceQuotas` is non-empty (even if some entry is malformed).
     pub bounded: bool,
+    /// Its values, as listed (null when they cannot be read): what it brings besides its
+    /// declaration, its modules, is read from them.
+    pub values: Rc<Value>,
 }
 
 impl Tenant {
@@ -65,6 +69,7 @@ pub fn stored_tenant(
     values: Result<&Value, &String>,
     aliases: &KeyAliases,
 ) -> Tenant {
+    let kept = Rc::new(values.ok().cloned().unwrap_or(Value::Null));
     let declared = values
         .map_err(String::clone)
         .and_then(|v| declared_quota(v).map_err(|errors| errors.join("; ")));
@@ -79,6 +84,7 @@ pub fn stored_tenant(
             .map(|pairs| Budget::from_declared(&pairs, aliases))
             .map_err(|e| format!("Tenant {namespace}/{name}: {e}")),
         bounded,
+        values: kept,
     }
 }
 
@@ -223,6 +229,7 @@ pub(crate) mod tests {
             owns: owned_namespace(name, namespace),
             quota: Ok(Budget::from_declared(&declared, &KeyAliases::default())),
             bounded: !quota.is_empty(),
+            values: Rc::new(Value::Null),
         }
     }
 

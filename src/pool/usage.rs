@@ -1,7 +1,7 @@
 //! What the applications of a pool reserve: the sum per key, how many hold each key, and the
 //! largest holders the messages and the ledger name.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::quantity::Quantity;
 use crate::resources::{Overflow, Resources};
@@ -16,6 +16,8 @@ pub struct Usage {
     pub holders: BTreeMap<String, usize>,
     /// Per key, the largest holders (largest first, then by label), at most `keep`.
     pub largest: BTreeMap<String, Vec<(Quantity, String)>>,
+    /// The module releases the tenant chart will create that hold some of it, by label.
+    pub pending: BTreeSet<String>,
     keep: usize,
 }
 
@@ -32,6 +34,7 @@ impl Usage {
             reserved: Resources::new(),
             holders: BTreeMap::new(),
             largest: BTreeMap::new(),
+            pending: BTreeSet::new(),
             keep,
         }
     }

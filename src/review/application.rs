@@ -145,7 +145,7 @@ fn check_pools(
     // An UPDATE of a charged kind always has a previous charge (or an empty one).
     let update = subject.old_values.is_some();
     let pools: Vec<Pool<'_>> = grown.iter().map(|g| g.pool.clone()).collect();
-    let (usage, sibling) = context.usage(&pools, |app| subject.is(app))?;
+    let (usage, sibling) = context.usage(&pools, |held| subject.is(held))?;
     let mut problems = Vec::new();
     let mut violations = Vec::new();
     for Grown {

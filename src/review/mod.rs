@@ -7,14 +7,12 @@
 //!
 //! - here: which gate decides a request;
 //! - [`subject`]: intake, the request read into a [`subject::Subject`];
-//! - [`modules`]: the tenant modules a Tenant write switches on;
 //! - [`verdict`]: the [`Verdict`] and the [`verdict::Notes`] a gate takes beside it;
 //! - [`refusal`]: every reason a write is refused;
 //! - [`outcome`]: how every gate ends (`siblingFailure`, then the violations);
 //! - [`text`]: long texts kept readable.
 
 mod application;
-mod modules;
 mod outcome;
 mod refusal;
 mod subject;

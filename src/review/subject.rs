@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::refusal::Refusal;
 use super::verdict::Notes;
-use crate::cluster::Application;
+use crate::context::Held;
 use crate::json::describe;
 
 /// What is being written.
@@ -24,8 +24,9 @@ impl Subject<'_> {
         label(self.kind, self.namespace, self.name)
     }
 
-    pub(super) fn is(&self, app: &Application) -> bool {
-        *app.kind == *self.kind && *app.namespace == *self.namespace && app.name == self.name
+    /// Whether `held` is this object (stored, or the module release it would be).
+    pub(super) fn is(&self, held: Held<'_>) -> bool {
+        held.kind == self.kind && held.namespace == self.namespace && held.name == self.name
     }
 }
 

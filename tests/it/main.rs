@@ -17,6 +17,7 @@ mod host_calls;
 mod install;
 mod intake;
 mod ledger;
+mod pending_modules;
 mod placement;
 mod properties;
 mod stock;

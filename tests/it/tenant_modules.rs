@@ -193,7 +193,7 @@ fn a_module_that_cannot_be_evaluated_never_refuses_a_write() {
     assert!(
         v.warnings
             .iter()
-            .any(|w| w.contains("Monitoring tenant-a-z/monitoring (switched on by this write)")),
+            .any(|w| w.contains("Monitoring tenant-a-z/monitoring (pending release)")),
         "{v:?}"
     );
 }

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use super::scope::{CheckedPools, OwnPool, ParentPool, TenantWrite};
-use crate::context::{Context, Unevaluable};
+use crate::context::{Context, Held, Unevaluable};
 use crate::decision::{self, Declaration, Holding, Record};
 use crate::pool::{Pool, Standing, Usage};
 use crate::quantity::Quantity;
@@ -17,6 +17,10 @@ use crate::review::verdict::Notes;
 
 /// What the pools' applications reserve, read in this order: the pools above before the
 /// write, the same after it, and the child's own pools; with what cannot be evaluated.
+///
+/// Before the write the child's pending modules are its stored version's, counted as any
+/// tenant's; after it they are what the write switches on, which the checks add themselves
+/// (to name them), so they are left out of the sums after.
 pub(super) struct Usages {
     before: Usage,
     after: Usage,
@@ -25,14 +29,19 @@ pub(super) struct Usages {
 }
 
 impl Usages {
-    pub(super) fn of(context: &Context<'_>, pools: &CheckedPools<'_>) -> Result<Usages, Refusal> {
+    pub(super) fn of(
+        context: &Context<'_>,
+        pools: &CheckedPools<'_>,
+        owns: &str,
+    ) -> Result<Usages, Refusal> {
+        let childs_modules = |held: Held<'_>| held.pending && held.namespace == owns;
         let before: Vec<Pool<'_>> = pools.parents.iter().map(|p| p.before.clone()).collect();
         let after: Vec<Pool<'_>> = pools.parents.iter().map(|p| p.after.clone()).collect();
         let own: Vec<Pool<'_>> = pools.own.iter().map(|o| o.pool.clone()).collect();
         let (before, mut unevaluable) = context.usage(&before, |_| false)?;
-        let (after, more) = context.usage(&after, |_| false)?;
+        let (after, more) = context.usage(&after, childs_modules)?;
         unevaluable.absorb(more);
-        let (held, more) = context.usage(&own, |_| false)?;
+        let (held, more) = context.usage(&own, childs_modules)?;
         unevaluable.absorb(more);
         Ok(Usages {
             before,
@@ -79,11 +88,8 @@ impl TenantWrite<'_> {
                 &mut findings.unreadable,
             )
             .map_err(overflow("carve-outs"))?;
-        // Modules land in this pool for the keys the child does not bound.
-        let landed_before = match &change.old {
-            Some(old) if old.get(key).is_none() => change.modules_before.of(key),
-            _ => Quantity::ZERO,
-        };
+        // Modules land in this pool for the keys the child does not bound (those of its stored
+        // version are in `before`'s reservations).
         let landed = match change.new.get(key) {
             None => change.modules.of(key),
             Some(_) => Quantity::ZERO,
@@ -91,7 +97,6 @@ impl TenantWrite<'_> {
         let module_names = change.modules.names(key);
         let declaration = Declaration {
             before,
-            landed_before,
             after,
             declared: change.new.get(key),
             previous: change.old.as_ref().and_then(|o| o.get(key)),

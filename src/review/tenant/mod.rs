@@ -56,7 +56,7 @@ pub(super) fn check(
     let parents = write.parent_pools(&before)?;
     let after = before.with(write.child());
     let pools = write.pools_after(parents, &after);
-    let usages = Usages::of(context, &pools)?;
+    let usages = Usages::of(context, &pools, &write.owns)?;
     let mut findings = Findings::default();
     for parent in &pools.parents {
         write.check_parent_pool(parent, &usages, &mut findings)?;

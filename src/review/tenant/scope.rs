@@ -5,11 +5,11 @@
 
 use std::collections::BTreeSet;
 
-use crate::context::Context;
-use crate::keys::TENANT_KIND;
+use std::rc::Rc;
+
+use crate::context::{Context, Modules, ModulesError};
 use crate::pool::{Budget, Pool, Tenancy, Tenant, declared_quota};
 use crate::quantity::Quantity;
-use crate::review::modules::{Modules, switched_on};
 use crate::review::refusal::Refusal;
 use crate::review::subject::Subject;
 use crate::review::verdict::Notes;
@@ -38,10 +38,9 @@ impl Change {
             // A previous declaration that no longer parses counts as nothing: all is growth.
             Budget::from_declared(&declared_quota(old).unwrap_or_default(), aliases)
         });
-        let tenant_kind = context.governing(TENANT_KIND)?;
-        let modules = switched_on(context, &tenant_kind, subject.values, owns)?;
+        let modules = pending(context, subject.values, owns)?;
         let modules_before = match subject.old_values {
-            Some(old) => switched_on(context, &tenant_kind, old, owns)?,
+            Some(old) => pending(context, old, owns)?,
             None => Modules::default(),
         };
         Ok(Change {
@@ -71,6 +70,19 @@ impl Change {
                 .is_none_or(|o| o.get(key).is_none_or(|before| q < before))
         })
     }
+}
+
+/// The modules a Tenant's `values` switch on in `owns` that have no release yet: the write is
+/// refused when they cannot be read.
+fn pending(
+    context: &Context<'_>,
+    values: &serde_json::Value,
+    owns: &str,
+) -> Result<Modules, Refusal> {
+    context.pending_modules(values, owns).map_err(|e| match e {
+        ModulesError::Unevaluable(e) => Refusal::Unevaluable(e),
+        ModulesError::Cluster(e) => Refusal::Cluster(e),
+    })
 }
 
 /// Where the write is checked, read from the tenants above (no host call).
@@ -181,6 +193,7 @@ impl TenantWrite<'_> {
             owns: self.owns.clone(),
             quota: Ok(self.change.new.clone()),
             bounded: !self.change.new.is_empty(),
+            values: Rc::new(self.subject.values.clone()),
         }
     }
 
