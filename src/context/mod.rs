@@ -60,6 +60,15 @@ pub struct Held<'a> {
     pub pending: bool,
 }
 
+/// What a write reserves, and its previous version reserved.
+pub(crate) struct WriteCharge {
+    pub governing: Rc<Governing>,
+    /// `None`: the kind reserves nothing (exempt, or no block where none is required).
+    pub new: Option<Resources>,
+    /// On UPDATE of a charged kind: the previous version's charge, or why it has none.
+    pub old: Option<Charge>,
+}
+
 /// What the other objects of a pool that cannot be evaluated are, by label and reason.
 #[derive(Debug, Default)]
 pub struct Unevaluable {
@@ -255,6 +264,27 @@ impl<'k> Context<'k> {
             instance_types: self,
             gpu_device_classes: &self.settings.gpu_device_classes,
         }
+    }
+
+    /// What a write of `kind` reserves with `values`, and reserved with `old_values` (on
+    /// UPDATE), by the definition governing the kind: the subject's charge, in one call.
+    pub(crate) fn charge_write(
+        &self,
+        kind: &str,
+        values: &Value,
+        old_values: Option<&Value>,
+    ) -> Result<WriteCharge, ChargeError> {
+        let governing = self.governing(kind)?;
+        let new = self.charge(&governing, kind, values)?;
+        let old = match (&new, old_values) {
+            (Some(_), Some(old)) => Some(self.charge(&governing, kind, old)),
+            _ => None,
+        };
+        Ok(WriteCharge {
+            governing,
+            new,
+            old,
+        })
     }
 
     /// What one application of `kind` with `values` reserves, as the policy charges it;

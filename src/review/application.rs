@@ -11,7 +11,7 @@ use super::outcome::Outcome;
 use super::refusal::Refusal;
 use super::subject::Subject;
 use super::verdict::Notes;
-use crate::charge::Governing;
+use crate::charge::{ChargeError, Governing};
 use crate::context::Context;
 use crate::decision::{self, Record};
 use crate::keys::show;
@@ -30,13 +30,15 @@ pub(super) fn check(
     {
         return Ok(());
     }
-    let governing = context.governing(subject.kind)?;
-    let Some(new) = context.charge(&governing, subject.kind, subject.values)? else {
+    let charged = context.charge_write(subject.kind, subject.values, subject.old_values)?;
+    let Some(new) = charged.new else {
         return Ok(());
     };
-    let old = previous_charge(subject, context, &governing, notes);
+    let old = charged
+        .old
+        .and_then(|old| previous_charge(subject, old, notes));
     if let Some(old) = &old {
-        keeps_grow_only_keys(&governing, old, &new)?;
+        keeps_grow_only_keys(&charged.governing, old, &new)?;
     }
     let growth = decision::growth(&new, old.as_ref());
     let grown = grown_pools(subject, context, &mut tenancy, growth)?;
@@ -50,11 +52,10 @@ pub(super) fn check(
 /// if the write were new: the safe reading of an unknown previous size.
 fn previous_charge(
     subject: &Subject<'_>,
-    context: &Context<'_>,
-    governing: &Governing,
+    old: Result<Option<Resources>, ChargeError>,
     notes: &mut Notes,
 ) -> Option<Resources> {
-    match context.charge(governing, subject.kind, subject.old_values?) {
+    match old {
         Ok(old) => old,
         Err(e) => {
             notes.warnings.push(format!(
