@@ -19,6 +19,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+# shellcheck source=scripts/portable.sh
+source "$root/scripts/portable.sh"
 
 policy=${1:-annotated-policy.wasm}
 kwctl=$(bash scripts/find-kwctl.sh)
@@ -133,8 +135,8 @@ for args in "$ref" "-o $work/pulled.wasm $digest_ref"; do
     }
     warnings_of "$work/pull.err"
 done
-want=$(sha256sum "$policy" | cut -d' ' -f1)
-have=$(sha256sum "$work/pulled.wasm" | cut -d' ' -f1)
+want=$(sha256_of "$policy")
+have=$(sha256_of "$work/pulled.wasm")
 if [ "$want" != "$have" ]; then
     echo "oci-roundtrip: FAIL: the pulled module ($have) is not the pushed one ($want)" >&2
     exit 1
