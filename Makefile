@@ -162,7 +162,13 @@ check-cluster-states:
 	bash scripts/check-cluster-states.sh
 
 .PHONY: test-all
-test-all: test e2e-tests e2e-kwctl
+test-all: test e2e-tests e2e-kwctl release-test
+
+# release.bats: the scripts release.yml's jobs call (plugin archives for every platform,
+# checksums, the krew manifest, the identity check, the workflows' lint), with stand-in binaries.
+.PHONY: release-test
+release-test:
+	bats=$$(bash scripts/ensure-bats.sh); "$$bats" release.bats
 
 .PHONY: check-versions
 check-versions:

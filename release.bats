@@ -1,0 +1,142 @@
+#!/usr/bin/env bats
+# The scripts the release workflow's jobs call, run here for every platform they claim:
+# scripts/plugin-package.sh (archives + checksums) and scripts/krew-manifest.sh (the krew
+# manifest from them). The plugin
+# binary is a stand-in per platform (a small script naming its platform): the layout, modes,
+# checksums and reproducibility do not depend on what the binary is.
+
+PLATFORMS="linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64"
+NAME=kubectl-cozystack_reservations
+
+setup() {
+    cd "$BATS_TEST_DIRNAME"
+    bins=$BATS_TEST_TMPDIR/bins
+    mkdir -p "$bins"
+    for p in $PLATFORMS; do
+        printf '#!/bin/sh\necho "kubectl cozystack-reservations stand-in %s"\n' "$p" >"$bins/${p/\//-}"
+        chmod 0700 "$bins/${p/\//-}"
+    done
+}
+
+archive_of() { # archive_of OS ARCH
+    if [ "$1" = windows ]; then echo "${NAME}_$1_$2.zip"; else echo "${NAME}_$1_$2.tar.gz"; fi
+}
+
+package_all() { # package_all OUTDIR
+    local p
+    for p in $PLATFORMS; do
+        bash scripts/plugin-package.sh "$bins/${p/\//-}" "${p%/*}" "${p#*/}" "$1" >/dev/null
+    done
+}
+
+@test "plugin-package: every platform's archive holds its binary (0755) and LICENSE (0644) at the root, owner 0, fixed times; its .sha256 is the archive's" {
+    local dist=$BATS_TEST_TMPDIR/dist
+    package_all "$dist"
+    [ "$(ls "$dist" | wc -l)" -eq 10 ]
+    python3 - "$dist" "$bins" <<'PY'
+import hashlib, os, sys, tarfile, zipfile
+dist, bins = sys.argv[1:]
+name = "kubectl-cozystack_reservations"
+license = open("LICENSE", "rb").read()
+for p in ["linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64", "windows/amd64"]:
+    os_, arch = p.split("/")
+    binary = open(f"{bins}/{os_}-{arch}", "rb").read()
+    if os_ == "windows":
+        archive = f"{name}_{os_}_{arch}.zip"
+        with zipfile.ZipFile(f"{dist}/{archive}") as z:
+            infos = z.infolist()
+            assert [i.filename for i in infos] == [f"{name}.exe", "LICENSE"], infos
+            assert z.read(f"{name}.exe") == binary and z.read("LICENSE") == license
+            modes = [(i.external_attr >> 16) & 0o777 for i in infos]
+            assert modes == [0o755, 0o644], modes
+            assert {i.date_time for i in infos} == {(1980, 1, 1, 0, 0, 0)}, infos
+    else:
+        archive = f"{name}_{os_}_{arch}.tar.gz"
+        with tarfile.open(f"{dist}/{archive}") as t:
+            members = t.getmembers()
+            assert [m.name for m in members] == [name, "LICENSE"], members
+            assert t.extractfile(name).read() == binary and t.extractfile("LICENSE").read() == license
+            assert [m.mode for m in members] == [0o755, 0o644], [m.mode for m in members]
+            assert {(m.uid, m.gid, m.uname, m.gname, m.mtime) for m in members} == {(0, 0, "", "", 0)}
+            assert all(m.isfile() for m in members)
+    digest = hashlib.sha256(open(f"{dist}/{archive}", "rb").read()).hexdigest()
+    assert open(f"{dist}/{archive}.sha256").read() == f"{digest}  {archive}\n", p
+PY
+    # The .sha256 files are in the format sha256sum -c (and shasum -a 256 -c) reads.
+    if command -v sha256sum >/dev/null; then
+        (cd "$dist" && sha256sum --quiet -c ./*.sha256)
+    fi
+    # Installed as krew installs it: extracted, the binary runs.
+    mkdir "$BATS_TEST_TMPDIR/x"
+    tar -xzf "$dist/$(archive_of linux amd64)" -C "$BATS_TEST_TMPDIR/x"
+    run "$BATS_TEST_TMPDIR/x/$NAME"
+    [ "$status" -eq 0 ]
+    [ "$output" = "kubectl cozystack-reservations stand-in linux/amd64" ]
+}
+
+@test "plugin-package: the same binary gives the same bytes (another directory, mtime and umask); another binary does not" {
+    package_all "$BATS_TEST_TMPDIR/a"
+    # The same binaries copied elsewhere, with other times and modes, packaged under another umask.
+    cp -r "$bins" "$BATS_TEST_TMPDIR/bins2"
+    touch -t 202001020304 "$BATS_TEST_TMPDIR"/bins2/*
+    chmod 0755 "$BATS_TEST_TMPDIR"/bins2/*
+    bins=$BATS_TEST_TMPDIR/bins2
+    (umask 077 && package_all "$BATS_TEST_TMPDIR/b")
+    for p in $PLATFORMS; do
+        a=$(archive_of "${p%/*}" "${p#*/}")
+        cmp "$BATS_TEST_TMPDIR/a/$a" "$BATS_TEST_TMPDIR/b/$a"
+        cmp "$BATS_TEST_TMPDIR/a/$a.sha256" "$BATS_TEST_TMPDIR/b/$a.sha256"
+    done
+    echo changed >>"$bins/darwin-arm64"
+    bash scripts/plugin-package.sh "$bins/darwin-arm64" darwin arm64 "$BATS_TEST_TMPDIR/c" >/dev/null
+    ! cmp -s "$BATS_TEST_TMPDIR/a/$(archive_of darwin arm64).sha256" "$BATS_TEST_TMPDIR/c/$(archive_of darwin arm64).sha256"
+}
+
+@test "plugin-package: an unsupported platform or a missing binary is refused" {
+    run bash scripts/plugin-package.sh "$bins/linux-amd64" windows arm64 "$BATS_TEST_TMPDIR/d"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"unsupported platform windows/arm64"* ]]
+    run bash scripts/plugin-package.sh "$BATS_TEST_TMPDIR/nothing" linux amd64 "$BATS_TEST_TMPDIR/d"
+    [ "$status" -eq 2 ]
+    [ ! -e "$BATS_TEST_TMPDIR/d/$(archive_of linux amd64)" ]
+}
+
+@test "krew-manifest --all: one entry per platform whose sha256, uri, bin and files are its archive's; a missing platform or a tampered archive fails" {
+    local dist=$BATS_TEST_TMPDIR/dist
+    package_all "$dist"
+    bash scripts/krew-manifest.sh --all v1.2.3 "$dist" >"$BATS_TEST_TMPDIR/manifest.yaml"
+    python3 - "$dist" "$BATS_TEST_TMPDIR/manifest.yaml" <<'PY'
+import hashlib, sys, tarfile, zipfile, yaml
+dist, path = sys.argv[1:]
+m = yaml.safe_load(open(path))
+assert (m["apiVersion"], m["kind"], m["metadata"]["name"], m["spec"]["version"]) == (
+    "krew.googlecontainertools.github.com/v1alpha2", "Plugin", "cozystack-reservations", "v1.2.3"), m
+got = {}
+for p in m["spec"]["platforms"]:
+    sel = p["selector"]["matchLabels"]
+    archive = p["uri"].rsplit("/", 1)[1]
+    assert p["uri"] == f"https://github.com/cozystack/tenant-reservation-policy/releases/download/v1.2.3/{archive}", p
+    assert hashlib.sha256(open(f"{dist}/{archive}", "rb").read()).hexdigest() == p["sha256"], p
+    if archive.endswith(".zip"):
+        names = zipfile.ZipFile(f"{dist}/{archive}").namelist()
+    else:
+        names = tarfile.open(f"{dist}/{archive}").getnames()
+    assert p["bin"] in names and all(f["from"] in names for f in p["files"]), (p, names)
+    assert p["bin"].endswith(".exe") == (sel["os"] == "windows"), p
+    got[f'{sel["os"]}/{sel["arch"]}'] = archive
+assert sorted(got) == sorted(["linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64", "windows/amd64"]), got
+PY
+    # A platform missing: without --all the manifest has the rest; with --all it fails.
+    rm "$dist/$(archive_of darwin amd64)" "$dist/$(archive_of darwin amd64).sha256"
+    run bash scripts/krew-manifest.sh v1.2.3 "$dist"
+    [ "$status" -eq 0 ]
+    [ "$(grep -c '^  - selector:' <<<"$output")" -eq 4 ]
+    run bash scripts/krew-manifest.sh --all v1.2.3 "$dist"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"--all: no ${NAME}_darwin_amd64.tar.gz"* ]]
+    # A tampered archive fails, whatever the platform.
+    echo x >>"$dist/$(archive_of windows amd64)"
+    run bash scripts/krew-manifest.sh v1.2.3 "$dist"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"$(archive_of windows amd64) does not match its checksum"* ]]
+}
