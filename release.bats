@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # The scripts the release workflow's jobs call, run here for every platform they claim:
-# scripts/plugin-package.sh (archives + checksums) and scripts/krew-manifest.sh (the krew
-# manifest from them). The plugin
+# scripts/plugin-package.sh (archives + checksums), scripts/krew-manifest.sh (the krew
+# manifest from them), scripts/check-identity.sh and scripts/check-workflows.sh. The plugin
 # binary is a stand-in per platform (a small script naming its platform): the layout, modes,
 # checksums and reproducibility do not depend on what the binary is.
 
@@ -139,4 +139,35 @@ PY
     run bash scripts/krew-manifest.sh v1.2.3 "$dist"
     [ "$status" -eq 1 ]
     [[ "$output" == *"$(archive_of windows amd64) does not match its checksum"* ]]
+}
+
+@test "check-identity: the placeholder maintainer fails in one line naming what to set; a real one passes" {
+    local copy=$BATS_TEST_TMPDIR/repo
+    mkdir -p "$copy"
+    cp metadata.yml artifacthub-pkg.yml artifacthub-repo.yml "$copy/"
+    sed -i.bak -e 's/maintainers@users\.noreply\.a-seed-[0-9]*\.example/maintainers@users.noreply.example/' "$copy"/*.yml
+    run bash scripts/check-identity.sh "$copy"
+    [ "$status" -eq 1 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ "$output" == *"set the real maintainer name and email"*"metadata.yml io.kubewarden.policy.author"* ]]
+    sed -i.bak -e 's/tenant-reservation-policy developers <[^>]*>/Jane Maintainer <jane@cozystack.io>/' \
+        -e 's/email: .*/email: jane@cozystack.io/' "$copy"/*.yml
+    run bash scripts/check-identity.sh "$copy"
+    [ "$status" -eq 0 ]
+    [ "$output" = "check-identity: maintainer Jane Maintainer <jane@cozystack.io>" ]
+}
+
+@test "check-workflows: the workflows pass actionlint and the job-graph check; a release without a platform's build fails" {
+    run bash scripts/check-workflows.sh
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"job graph: "*" 0 problem(s)"* ]]
+    # A copy whose plugin matrix lacks windows: the job graph check names it.
+    local copy=$BATS_TEST_TMPDIR/repo
+    mkdir -p "$copy/.github/workflows" "$copy/scripts"
+    cp scripts/check-workflows.sh scripts/plugin-package.sh "$copy/scripts/"
+    grep -v 'os: windows, arch: amd64' .github/workflows/release.yml >"$copy/.github/workflows/release.yml"
+    CHECK_WORKFLOWS_OFFLINE=1 run bash "$copy/scripts/check-workflows.sh"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"the plugin matrix builds"*"plugin-package.sh packages"*"windows/amd64"* ]]
 }
