@@ -5,6 +5,8 @@
 # binary is a stand-in per platform (a small script naming its platform): the layout, modes,
 # checksums and reproducibility do not depend on what the binary is.
 
+bats_require_minimum_version 1.5.0
+
 PLATFORMS="linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64"
 NAME=kubectl-cozystack_reservations
 
@@ -89,7 +91,8 @@ PY
     done
     echo changed >>"$bins/darwin-arm64"
     bash scripts/plugin-package.sh "$bins/darwin-arm64" darwin arm64 "$BATS_TEST_TMPDIR/c" >/dev/null
-    ! cmp -s "$BATS_TEST_TMPDIR/a/$(archive_of darwin arm64).sha256" "$BATS_TEST_TMPDIR/c/$(archive_of darwin arm64).sha256"
+    run cmp -s "$BATS_TEST_TMPDIR/a/$(archive_of darwin arm64).sha256" "$BATS_TEST_TMPDIR/c/$(archive_of darwin arm64).sha256"
+    [ "$status" -eq 1 ]
 }
 
 @test "plugin-package: an unsupported platform or a missing binary is refused" {
@@ -170,4 +173,43 @@ PY
     CHECK_WORKFLOWS_OFFLINE=1 run bash "$copy/scripts/check-workflows.sh"
     [ "$status" -eq 1 ]
     [[ "$output" == *"the plugin matrix builds"*"plugin-package.sh packages"*"windows/amd64"* ]]
+}
+
+@test "fetch-engine: a file whose sha256 is the pinned one is installed and named; a mismatch or an unfilled sum fails" {
+    local src=$BATS_TEST_TMPDIR/src out=$BATS_TEST_TMPDIR/engine
+    mkdir -p "$src"
+    printf '#!/bin/sh\necho kube-apiserver stand-in\n' >"$src/kube-apiserver"
+    sha=$(python3 -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$src/kube-apiserver")
+    echo "kube-apiserver v0 file://$src/kube-apiserver $sha" >"$BATS_TEST_TMPDIR/sums"
+    run --separate-stderr bash scripts/fetch-engine.sh "$out" "$BATS_TEST_TMPDIR/sums"
+    [ "$status" -eq 0 ]
+    [ "$output" = "KUBE_APISERVER=$out/kube-apiserver" ]
+    [ -x "$out/kube-apiserver" ]
+    [ "$("$out/kube-apiserver")" = "kube-apiserver stand-in" ]
+    # Another file under the same pin: refused, and nothing is left to run.
+    echo 'echo tampered' >>"$src/kube-apiserver"
+    rm -rf "$out"
+    run bash scripts/fetch-engine.sh "$out" "$BATS_TEST_TMPDIR/sums"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"has sha256 "*", not $sha"* ]]
+    [ ! -e "$out/kube-apiserver" ]
+    # The shipped pins: every line names a source; an unfilled one fails naming it.
+    run bash scripts/fetch-engine.sh "$out" .github/real-engine.sha256
+    if grep -qE '^[a-z].* UNFILLED$' .github/real-engine.sha256; then
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"is not filled in (UNFILLED)"* ]]
+    fi
+}
+
+@test "readme-block: CI's install runs README's step 1 as written, with the charts of kubewarden-versions.env" {
+    source scripts/kubewarden-versions.env
+    run bash scripts/readme-block.sh "### 1. Install Kubewarden"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"kubewarden/kubewarden-crds --version $KUBEWARDEN_CRDS_CHART"* ]]
+    [[ "$output" == *"kubewarden/kubewarden-controller --version $KUBEWARDEN_CONTROLLER_CHART"* ]]
+    [[ "$output" == *"kubewarden/kubewarden-defaults --version $KUBEWARDEN_DEFAULTS_CHART"* ]]
+    # Every line is a command (no prose, no fence).
+    [ -z "$(grep -vE '^(helm|kubectl) ' <<<"$output")" ]
+    run bash scripts/readme-block.sh "### No such heading"
+    [ "$status" -eq 1 ]
 }
