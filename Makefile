@@ -239,6 +239,13 @@ fuzz:
 oci-roundtrip: annotated-policy.wasm
 	bash scripts/oci-roundtrip.sh
 
+# signatures.bats: the module pushed to a local registry and signed with a test key (cosign's
+# format), then kwctl verify and policy-server's verification config accept it and refuse an
+# unsigned or otherwise-signed one. Needs a real kwctl and policy-server.
+.PHONY: signature-test
+signature-test: annotated-policy.wasm
+	bats=$$(bash scripts/ensure-bats.sh); "$$bats" signatures.bats
+
 .PHONY: clean
 clean:
 	cargo clean
