@@ -20,6 +20,7 @@ setup_file() {
     export KWCTL=$(bash scripts/cluster/find-tool.sh kwctl 2>/dev/null)
     export POLICY_SERVER=$(bash scripts/cluster/find-tool.sh policy-server 2>/dev/null)
     [ -n "$KWCTL" ] && [ -n "$POLICY_SERVER" ] || return 0
+    python3 -c 'import cryptography' 2>/dev/null || { export NO_CRYPTOGRAPHY=1; return 0; }
     export TRUST=${SIGSTORE_TRUST_CONFIG:-$(dirname "$KWCTL")/offline-trust-config.json}
     export SIG=$BATS_FILE_TMPDIR
     export XDG_CACHE_HOME=$SIG/cache
@@ -47,6 +48,7 @@ teardown_file() {
 setup() {
     cd "$BATS_TEST_DIRNAME"
     [ -n "$KWCTL" ] && [ -n "$POLICY_SERVER" ] || skip "no real kwctl and policy-server (scripts/cluster/find-tool.sh)"
+    [ -z "${NO_CRYPTOGRAPHY:-}" ] || skip "python3 has no cryptography module (pip install cryptography)"
 }
 
 digest_of() { "$KWCTL" digest --sources-path "$SOURCES" "registry://$REG/$REPO:$1" 2>/dev/null | sed 's/.*@//'; }
