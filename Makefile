@@ -3,17 +3,18 @@
 # project's. The first two commands of the README:
 #
 #   make             build policy.wasm and annotated-policy.wasm, run it on test_data/example/
-#   make test-all    unit tests (policy crate and tools/), then e2e.bats (and bad-inputs.bats)
-#                    on the compiled policy, on the stand-in and, when found, the real kwctl
+#   make test-all    unit tests (policy crate and tools/), then e2e.bats on the compiled policy,
+#                    on the stand-in and, when found, the real kwctl; bad-inputs.bats and
+#                    release.bats
 #
 # Both work on a bare machine with rustup: the wasm32-wasip1 target is added to the pinned
 # toolchain when it lacks it (scripts/ensure-wasm-target.sh), and bats is taken from PATH or
 # installed (scripts/ensure-bats.sh: apt-get as root, else npm into .tools/).
 #
 # A real kwctl is used when scripts/find-kwctl.sh finds one ($KWCTL_REAL, `kwctl` on PATH,
-# ../shared/tools/kwctl beside the checkout; KWCTL_REAL=none for none); otherwise the host
-# tools in tools/ stand in for it: policy-annotate for `kwctl annotate` / `kwctl scaffold
-# artifacthub`, replay-runner for `kwctl run`.
+# $SHARED_DIR/tools/kwctl, ../shared/tools/kwctl beside the checkout; KWCTL_REAL=none for
+# none); otherwise the host tools in tools/ stand in for it: policy-annotate for
+# `kwctl annotate` / `kwctl scaffold artifacthub`, replay-runner for `kwctl run`.
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -40,9 +41,12 @@ POLICY_ANNOTATE := $(TOOLS_BIN)/policy-annotate
 REPLAY_RUNNER := $(TOOLS_BIN)/replay-runner
 QUESTIONS := deploy/questions-ui.yml
 
-# The runner `make e2e-tests` gives e2e.bats: the stand-in (it also answers the cluster-state
-# tests); `make e2e-kwctl` runs the same file under the real kwctl.
-E2E_KWCTL ?= $(CURDIR)/$(REPLAY_RUNNER)
+# `make e2e-tests` runs e2e.bats as kubewarden/rust-policy-template does: under the real kwctl
+# when scripts/find-kwctl.sh finds one (its cluster-state tests are skipped there), otherwise on
+# the stand-in, saying so in one line. `make e2e-stand-in` always runs it on the stand-in (which
+# also answers the cluster-state tests); `make test-all` runs both.
+STAND_IN := $(CURDIR)/$(REPLAY_RUNNER)
+E2E_KWCTL ?= $(or $(KWCTL_BIN),$(STAND_IN))
 
 EXAMPLE_DIR := test_data/example
 
@@ -135,24 +139,37 @@ test: wasm-target
 	cargo test --locked
 	cargo test --release --manifest-path $(TOOLS_MANIFEST) --workspace
 
-# e2e.bats and bad-inputs.bats on the stand-in. bad-inputs.bats answers lookups from a cluster
-# state, a replay-runner feature, so it never runs under the real kwctl.
+# bad-inputs.bats answers lookups from a cluster state, a replay-runner feature, so it always
+# runs on the stand-in.
 .PHONY: e2e-tests
 e2e-tests: annotated-policy.wasm
-	@if [ "$(E2E_KWCTL)" = "$(CURDIR)/$(REPLAY_RUNNER)" ]; then $(MAKE) --no-print-directory replay-runner; fi
+	@if [ "$(E2E_KWCTL)" = "$(STAND_IN)" ]; then \
+		echo "e2e-tests: no real kwctl found (KWCTL_REAL, PATH, \$$SHARED_DIR/tools, ../shared/tools): e2e.bats runs on the stand-in tools/replay-runner"; \
+		$(MAKE) --no-print-directory replay-runner; \
+	else echo "e2e-tests: e2e.bats under $(E2E_KWCTL)"; fi
 	bats=$$(bash scripts/ensure-bats.sh); \
-	if [ -f e2e.bats ]; then KWCTL="$(E2E_KWCTL)" "$$bats" e2e.bats; else echo "e2e-tests: there is no e2e.bats yet"; fi; \
-	if [ -f bad-inputs.bats ]; then $(MAKE) --no-print-directory replay-runner; KWCTL="$(CURDIR)/$(REPLAY_RUNNER)" POLICY="$(CURDIR)/policy.wasm" "$$bats" bad-inputs.bats; fi
+	KWCTL="$(E2E_KWCTL)" "$$bats" e2e.bats
+	$(MAKE) --no-print-directory bad-inputs
+
+.PHONY: bad-inputs
+bad-inputs: annotated-policy.wasm replay-runner
+	bats=$$(bash scripts/ensure-bats.sh); \
+	KWCTL="$(STAND_IN)" POLICY="$(CURDIR)/policy.wasm" "$$bats" bad-inputs.bats
+
+# e2e.bats on the stand-in (tools/replay-runner), whatever kwctl is installed: its cluster-state
+# tests run only there.
+.PHONY: e2e-stand-in
+e2e-stand-in: annotated-policy.wasm replay-runner
+	bats=$$(bash scripts/ensure-bats.sh); KWCTL="$(STAND_IN)" "$$bats" e2e.bats
 
 # e2e.bats under the real kwctl (`kwctl run --replay-host-capabilities-interactions` on each
 # scenario's recorded session; its cluster-state tests are skipped there), when one is found.
 .PHONY: e2e-kwctl
 e2e-kwctl: annotated-policy.wasm
 ifeq ($(KWCTL_BIN),)
-	@echo "e2e-kwctl: no real kwctl found (KWCTL_REAL, PATH, ../shared/tools/kwctl): skipped"
+	@echo "e2e-kwctl: no real kwctl found (KWCTL_REAL, PATH, \$$SHARED_DIR/tools, ../shared/tools): skipped"
 else
-	bats=$$(bash scripts/ensure-bats.sh); \
-	if [ -f e2e.bats ]; then KWCTL="$(KWCTL_BIN)" "$$bats" e2e.bats; else echo "e2e-kwctl: there is no e2e.bats yet"; fi
+	bats=$$(bash scripts/ensure-bats.sh); KWCTL="$(KWCTL_BIN)" "$$bats" e2e.bats
 endif
 
 # Every cluster state of test_data/ against the real CRDs on a real control plane (skipped,
@@ -162,7 +179,15 @@ check-cluster-states:
 	bash scripts/check-cluster-states.sh
 
 .PHONY: test-all
-test-all: test e2e-tests e2e-kwctl
+# Each bats file once per runner: e2e.bats on the stand-in and under the real kwctl (when
+# found), bad-inputs.bats, release.bats.
+test-all: test e2e-stand-in e2e-kwctl bad-inputs release-test
+
+# release.bats: the scripts release.yml's jobs call (plugin archives for every platform,
+# checksums, the krew manifest, the identity check, the workflows' lint), with stand-in binaries.
+.PHONY: release-test
+release-test:
+	bats=$$(bash scripts/ensure-bats.sh); "$$bats" release.bats
 
 .PHONY: check-versions
 check-versions:
@@ -213,6 +238,13 @@ fuzz:
 .PHONY: oci-roundtrip
 oci-roundtrip: annotated-policy.wasm
 	bash scripts/oci-roundtrip.sh
+
+# signatures.bats: the module pushed to a local registry and signed with a test key (cosign's
+# format), then kwctl verify and policy-server's verification config accept it and refuse an
+# unsigned or otherwise-signed one. Needs a real kwctl and policy-server.
+.PHONY: signature-test
+signature-test: annotated-policy.wasm
+	bats=$$(bash scripts/ensure-bats.sh); "$$bats" signatures.bats
 
 .PHONY: clean
 clean:

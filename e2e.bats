@@ -4,7 +4,7 @@
 # scripts/record-sessions.sh; the list is in test_data/scenarios/README.md).
 #
 #   KWCTL=kwctl bats e2e.bats                                  # the real kwctl
-#   KWCTL=tools/target/release/replay-runner bats e2e.bats     # the stand-in (make e2e-tests)
+#   KWCTL=tools/target/release/replay-runner bats e2e.bats     # the stand-in (make e2e-stand-in)
 #   POLICY=policy.wasm ...                                     # default: annotated-policy.wasm
 #
 # Every scenario test replays the scenario's recorded kwctl session, so the same file runs

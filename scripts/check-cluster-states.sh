@@ -2,7 +2,7 @@
 # Every object of every cluster state the tests hand the policy (test_data/scenarios/*/,
 # test_data/example/, test_data/bad-inputs/) must be one the real CRDs accept: each
 # cluster.yaml goes through `kubectl apply --dry-run=server` on a real control plane
-# (scripts/cluster/control-plane.sh: etcd + kube-apiserver with ../shared/reference/crds),
+# (scripts/cluster/control-plane.sh: etcd + kube-apiserver with the CRDs of test_data/crds),
 # namespaces created first.
 #
 #   scripts/check-cluster-states.sh        (make check-cluster-states)

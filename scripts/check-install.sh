@@ -11,6 +11,8 @@
 # Needs kubectl (it embeds kustomize).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=scripts/portable.sh
+source scripts/portable.sh
 
 command -v kubectl >/dev/null || { echo "check-install: kubectl not found" >&2; exit 1; }
 work=$(mktemp -d)
@@ -30,9 +32,9 @@ add_component_variant() { # NAME COMPONENT...
     {
         echo "apiVersion: kustomize.config.k8s.io/v1beta1"
         echo "kind: Kustomization"
-        echo "resources: [$(realpath --relative-to="$dir" deploy)]"
+        echo "resources: [$(relpath deploy "$dir")]"
         echo "components:"
-        for c in "$@"; do echo "  - $(realpath --relative-to="$dir" "deploy/components/$c")"; done
+        for c in "$@"; do echo "  - $(relpath "deploy/components/$c" "$dir")"; done
     } >"$dir/kustomization.yaml"
     variants+=("$name|$dir")
 }

@@ -11,6 +11,8 @@ set -euo pipefail
 export LC_ALL=C # byte-wise sed and grep over the modules
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+# shellcheck source=scripts/portable.sh
+source "$root/scripts/portable.sh"
 
 kwctl=$(bash scripts/find-kwctl.sh)
 [ -n "$kwctl" ] || { echo "check-kwctl-parity: no real kwctl found: nothing to compare"; exit 0; }
@@ -35,7 +37,7 @@ fi
 "$pa" inspect --raw "$work/kwctl.wasm" >"$work/kwctl.json"
 "$pa" inspect --raw "$work/pa.wasm" >"$work/pa.json"
 if cmp -s "$work/kwctl.json" "$work/pa.json"; then
-    echo "ok: annotate: the io.kubewarden.metadata sections are byte-identical ($(stat -c %s "$work/pa.json") bytes)"
+    echo "ok: annotate: the io.kubewarden.metadata sections are byte-identical ($(size_of "$work/pa.json") bytes)"
 else
     echo "FAIL: annotate: the io.kubewarden.metadata sections differ:"
     diff <(tr ',' '\n' <"$work/kwctl.json") <(tr ',' '\n' <"$work/pa.json") | head -20 || true
@@ -48,7 +50,7 @@ else
     differing=$(cmp -l "$work/kwctl.wasm" "$work/pa.wasm" 2>/dev/null | wc -l || true)
     walrus_kwctl=$(grep -a -o 'walrus.0\.[0-9]*\.[0-9]*' "$work/kwctl.wasm" | head -1 | tr -cd '0-9.' || true)
     walrus_pa=$(grep -a -o 'walrus.0\.[0-9]*\.[0-9]*' "$work/pa.wasm" | head -1 | tr -cd '0-9.' || true)
-    same_size=$([ "$(stat -c %s "$work/kwctl.wasm")" = "$(stat -c %s "$work/pa.wasm")" ] && echo yes || echo no)
+    same_size=$([ "$(size_of "$work/kwctl.wasm")" = "$(size_of "$work/pa.wasm")" ] && echo yes || echo no)
     if [ "$same_size" = yes ] && [ "$walrus_kwctl" != "$walrus_pa" ] &&
         cmp -s <(sed "s/walrus.$walrus_kwctl/walrus.X/" "$work/kwctl.wasm" 2>/dev/null || true) \
                <(sed "s/walrus.$walrus_pa/walrus.X/" "$work/pa.wasm" 2>/dev/null || true); then

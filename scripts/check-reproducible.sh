@@ -13,6 +13,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/portable.sh
+source "$root/scripts/portable.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/repro.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
@@ -47,10 +49,10 @@ wait $pid_b || { cat "$work/target-b.log"; echo "check-reproducible: build B fai
 [ $failed -eq 0 ] || exit 1
 echo "   both done in $((SECONDS - start))s"
 
-sha_a=$(sha256sum "$work/a.wasm" | cut -d' ' -f1)
-sha_b=$(sha256sum "$work/b.wasm" | cut -d' ' -f1)
-echo "build A  $sha_a  ($(stat -c %s "$work/a.wasm") bytes)"
-echo "build B  $sha_b  ($(stat -c %s "$work/b.wasm") bytes)"
+sha_a=$(sha256_of "$work/a.wasm")
+sha_b=$(sha256_of "$work/b.wasm")
+echo "build A  $sha_a  ($(size_of "$work/a.wasm") bytes)"
+echo "build B  $sha_b  ($(size_of "$work/b.wasm") bytes)"
 
 if [ $# -ge 1 ]; then
     mkdir -p "$1"

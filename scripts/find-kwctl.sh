@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prints the path of a real kwctl, or nothing (exit 0 either way), first found of:
-#   $KWCTL_REAL; `kwctl` on PATH; ../shared/tools/kwctl beside the checkout (the git top level,
-#   then this checkout's directory, which differ in a worktree or a copy); /work/shared/tools/kwctl.
+#   $KWCTL_REAL; `kwctl` on PATH; $SHARED_DIR/tools/kwctl (a shared/ folder anywhere: a clone
+#   made elsewhere names it so); ../shared/tools/kwctl beside the checkout (the git top level,
+#   then this checkout's directory, which differ in a worktree or a copy).
 # A candidate counts only when `kwctl --version` runs. KWCTL_REAL=none finds none (to run
 # everything on the stand-in tools).
 set -uo pipefail
@@ -13,10 +14,11 @@ if [ -n "${KWCTL_REAL:-}" ]; then
     candidates+=("$KWCTL_REAL")
 fi
 if p=$(command -v kwctl 2>/dev/null); then candidates+=("$p"); fi
+[ -n "${SHARED_DIR:-}" ] && candidates+=("$SHARED_DIR/tools/kwctl")
 if top=$(git -C "$here" rev-parse --show-toplevel 2>/dev/null); then
     candidates+=("$top/../shared/tools/kwctl")
 fi
-candidates+=("$here/../shared/tools/kwctl" /work/shared/tools/kwctl)
+candidates+=("$here/../shared/tools/kwctl")
 
 runs() { [ -x "$1" ] && [ ! -d "$1" ] && "$1" --version >/dev/null 2>&1; }
 if [ -n "${KWCTL_REAL:-}" ] && ! runs "$KWCTL_REAL"; then

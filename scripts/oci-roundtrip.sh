@@ -19,6 +19,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+# shellcheck source=scripts/portable.sh
+source "$root/scripts/portable.sh"
 
 policy=${1:-annotated-policy.wasm}
 kwctl=$(bash scripts/find-kwctl.sh)
@@ -28,81 +30,18 @@ if [ -z "$kwctl" ]; then
 fi
 [ -f "$policy" ] || { echo "oci-roundtrip: $policy is missing (make annotated-policy.wasm)" >&2; exit 1; }
 
-registry_bin=$(command -v docker-registry || true)
-if [ -z "$registry_bin" ] && [ -x /usr/bin/docker-registry ]; then registry_bin=/usr/bin/docker-registry; fi
-if [ -z "$registry_bin" ]; then
-    sudo=()
-    [ "$(id -u)" -eq 0 ] || sudo=(sudo -n)
-    echo "oci-roundtrip: installing docker-registry (apt-get)" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    # (The package's own service, on :5000, is not used: this registry gets its own port.)
-    if ! "${sudo[@]}" apt-get install -y -q docker-registry >&2; then
-        "${sudo[@]}" apt-get update -q >&2
-        "${sudo[@]}" apt-get install -y -q docker-registry >&2
-    fi
-    registry_bin=/usr/bin/docker-registry
-fi
-
 work=$(mktemp -d "${TMPDIR:-/tmp}/oci-roundtrip.XXXXXX")
-registry_pid=
 cleanup() {
-    if [ -n "$registry_pid" ] && kill -0 "$registry_pid" 2>/dev/null; then
-        kill "$registry_pid" 2>/dev/null || true
-        wait "$registry_pid" 2>/dev/null || true
-    fi
+    bash scripts/local-registry.sh stop "$work/registry" 2>/dev/null || true
     rm -rf "$work"
 }
 trap cleanup EXIT
 
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# A free port: bind-tested by the registry itself; a few tries in case another process takes it.
-started=false
-for attempt in 1 2 3 4 5; do
-    port=$((20000 + (RANDOM % 20000)))
-    port_in_use "$port" && continue
-    mkdir -p "$work/storage"
-    cat >"$work/config.yml" <<EOF
-version: 0.1
-log:
-  level: warn
-  accesslog:
-    disabled: true
-storage:
-  filesystem:
-    rootdirectory: $work/storage
-  delete:
-    enabled: true
-http:
-  addr: 127.0.0.1:$port
-  secret: oci-roundtrip-$RANDOM$RANDOM
-EOF
-    "$registry_bin" serve "$work/config.yml" >"$work/registry.log" 2>&1 &
-    registry_pid=$!
-    for _ in $(seq 1 50); do
-        if curl -fsS -o /dev/null "http://127.0.0.1:$port/v2/" 2>/dev/null; then
-            started=true
-            break
-        fi
-        kill -0 "$registry_pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    $started && break
-    kill "$registry_pid" 2>/dev/null || true
-    wait "$registry_pid" 2>/dev/null || true
-    registry_pid=
-done
-if ! $started; then
-    echo "oci-roundtrip: docker-registry did not start:" >&2
-    cat "$work/registry.log" >&2 || true
-    exit 1
-fi
-echo "oci-roundtrip: docker-registry $("$registry_bin" --version 2>/dev/null | awk '{print $NF}') on 127.0.0.1:$port (pid $registry_pid)"
-
-cat >"$work/sources.yaml" <<EOF
-insecure_sources:
-  - "127.0.0.1:$port"
-EOF
+# A plain-HTTP registry on a free loopback port (scripts/local-registry.sh: Debian's
+# docker-registry); $work/registry/sources.yaml names it as an insecure source.
+port=$(bash scripts/local-registry.sh start "$work/registry")
+echo "oci-roundtrip: registry on 127.0.0.1:$port"
+cp "$work/registry/sources.yaml" "$work/sources.yaml"
 # kwctl's store (pulled policies) and wasmtime cache go to the temporary directory.
 export XDG_CACHE_HOME="$work/cache"
 
@@ -133,8 +72,8 @@ for args in "$ref" "-o $work/pulled.wasm $digest_ref"; do
     }
     warnings_of "$work/pull.err"
 done
-want=$(sha256sum "$policy" | cut -d' ' -f1)
-have=$(sha256sum "$work/pulled.wasm" | cut -d' ' -f1)
+want=$(sha256_of "$policy")
+have=$(sha256_of "$work/pulled.wasm")
 if [ "$want" != "$have" ]; then
     echo "oci-roundtrip: FAIL: the pulled module ($have) is not the pushed one ($want)" >&2
     exit 1

@@ -240,7 +240,10 @@ def main():
     modules = [m.split("=", 1) for m in a.module]
     rows = []
     cp = os.path.join(REPO, "scripts", "cluster", "control-plane.sh")
-    print(f"engine: kwctl {tool('kwctl')}, policy-server {tool('policy-server')}; "
+    # Paths relative to the checkout: the output is committed (docs/bench-cluster.txt).
+    def shown(path):
+        return os.path.relpath(path, REPO) if path else "(none)"
+    print(f"engine: kwctl {shown(tool('kwctl'))}, policy-server {shown(tool('policy-server'))}; "
           f"--policy-timeout {a.policy_timeout} s; {os.cpu_count()} CPUs", flush=True)
     for pool in [int(p) for p in a.pools.split(",")]:
         dump = os.path.join(a.dump, f"pool-{pool}")

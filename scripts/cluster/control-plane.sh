@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A real Kubernetes control plane on loopback for tests: etcd and kube-apiserver, RBAC on,
-# certificates and keys made for each run, the real CRDs of ../shared/reference/crds installed.
+# certificates and keys made for each run, the real CRDs installed ($CRDS_DIR, else the copies
+# vendored in test_data/crds, whose SOURCES names each one's origin).
 #
 #   control-plane.sh up DIR     start; writes DIR/kubeconfig (admin), DIR/env (source it), logs
 #   control-plane.sh down DIR   stop what `up DIR` started (safe to call twice)
@@ -20,11 +21,10 @@ find_tool() { bash "$here/find-tool.sh" "$1"; }
 
 crds_dir() {
     local d
-    for d in "${CRDS_DIR:-}" "$(git -C "$repo" rev-parse --show-toplevel 2>/dev/null)/../shared/reference/crds" \
-        "$repo/../shared/reference/crds" /work/shared/reference/crds; do
+    for d in "${CRDS_DIR:-}" "$repo/test_data/crds"; do
         [ -n "$d" ] && [ -f "$d/helm.toolkit.fluxcd.io_helmreleases.yaml" ] && { (cd "$d" && pwd); return; }
     done
-    echo "control-plane: no CRDs (looked at \$CRDS_DIR, ../shared/reference/crds)" >&2
+    echo "control-plane: no CRDs (looked at \$CRDS_DIR, test_data/crds)" >&2
     return 1
 }
 
@@ -169,9 +169,9 @@ check() {
     command -v curl >/dev/null || missing+=(curl)
     command -v jq >/dev/null || missing+=(jq)
     python3 -c 'import yaml' 2>/dev/null || missing+=("python3 with PyYAML")
-    crds_dir >/dev/null 2>&1 || missing+=("the CRDs of ../shared/reference/crds")
+    crds_dir >/dev/null 2>&1 || missing+=("the CRDs (\$CRDS_DIR, test_data/crds)")
     if [ ${#missing[@]} -gt 0 ]; then
-        echo "no ${missing[*]} (environment, PATH or ../shared/tools)"
+        echo "no ${missing[*]} (environment, PATH, \$SHARED_DIR/tools or ../shared/tools beside the checkout)"
         return 1
     fi
 }

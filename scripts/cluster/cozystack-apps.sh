@@ -24,8 +24,8 @@
 #   cozystack-apps.sh crds
 #       print the generated CRDs (JSON, one a line)
 #
-# The reference data comes from $COZYSTACK_REF, ../shared/reference/cozystack beside the
-# checkout, or /work/shared/reference/cozystack.
+# The reference data comes from $COZYSTACK_REF, else the copy in test_data/reference (the same
+# files, vendored: test_data/reference/README.md).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -37,11 +37,10 @@ die() {
 
 ref_dir() {
     local d
-    for d in "${COZYSTACK_REF:-}" "$(git -C "$repo" rev-parse --show-toplevel 2>/dev/null)/../shared/reference/cozystack" \
-        "$repo/../shared/reference/cozystack" /work/shared/reference/cozystack; do
+    for d in "${COZYSTACK_REF:-}" "$repo/test_data/reference"; do
         [ -n "$d" ] && [ -d "$d/applicationdefinitions" ] && { (cd "$d" && pwd); return; }
     done
-    die "no Cozystack reference data (looked at \$COZYSTACK_REF, ../shared/reference/cozystack)"
+    die "no Cozystack reference data (looked at \$COZYSTACK_REF, test_data/reference)"
 }
 
 stand_in() { python3 "$here/cozystack_stand_in.py" "$@"; }
