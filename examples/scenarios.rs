@@ -217,13 +217,22 @@ impl Scenario {
             .collect();
         kinds.insert(self.write.kind.to_string());
         kinds.insert(TENANT_KIND.to_string());
-        if self.write.kind == TENANT_KIND {
-            kinds.insert("Info".to_string());
-            for values in self.write.spec.iter().chain(&self.write.old) {
-                for (switch, kind) in MODULES {
-                    if values[switch] == json!(true) {
-                        kinds.insert(kind.to_string());
-                    }
+        // Every Tenant, stored or written, brings its modules (Info always): a write reads
+        // their kinds while their releases are pending.
+        kinds.insert("Info".to_string());
+        let stored_tenants = self
+            .stored
+            .iter()
+            .filter(|o| o["metadata"]["labels"][KIND_LABEL] == TENANT_KIND)
+            .map(|o| &o["spec"]["values"]);
+        let written = (self.write.kind == TENANT_KIND)
+            .then(|| self.write.spec.iter().chain(&self.write.old))
+            .into_iter()
+            .flatten();
+        for values in stored_tenants.chain(written) {
+            for (switch, kind) in MODULES {
+                if values[switch] == json!(true) {
+                    kinds.insert(kind.to_string());
                 }
             }
         }
