@@ -197,6 +197,18 @@ fn read_resources(
             return Err(place.error(path, format!("must be an object, not {}", describe(other))));
         }
     };
+    // cozy-lib merges the map over the preset with Sprig's mergeOverwrite (mergo 1.0.1), which
+    // writes every key it is given: an empty one replaces the preset's and renders an empty
+    // limit (`null` as `<nil>`), which neither the chart's schema nor Kubernetes accepts.
+    if let Some(key) = map
+        .iter()
+        .find_map(|(k, v)| (v.is_null() || v.as_str() == Some("")).then_some(k))
+    {
+        return Err(place.error(
+            &place.below(path, key),
+            format!("is empty, and cozy-lib merges resources over the preset with Sprig's mergeOverwrite, which writes even an empty value: the container's {key} limit renders empty instead of the preset's, and Kubernetes refuses it"),
+        ));
+    }
     let mut sizes = [None, None];
     for (slot, key) in sizes.iter_mut().zip([CPU, MEMORY]) {
         let field = place.below(path, key);

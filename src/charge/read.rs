@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::helm_casts;
-use super::terms::{Amount, Condition, Count, From, Literal, Path, Term};
+use super::terms::{Amount, Condition, Count, From, Literal, Path, Term, Unset};
 use super::values::Cursor;
 use crate::json::describe;
 use crate::quantity::{JsonQuantityError, Quantity};
@@ -204,6 +204,52 @@ pub(super) fn read_name<'a>(place: Place<'a>, path: &Path) -> Result<Option<&'a 
     }
 }
 
+const MERGED_EMPTY: &str = "is empty, and Sprig's mergeOverwrite (mergo 1.0.1) writes even an empty value over what the chart has there, so the object renders an empty value Kubernetes refuses";
+
+/// Whether the raw values give the key at `path`, as Sprig's `mergeOverwrite` (mergo 1.0.1
+/// `WithOverride`, `merge.go:120-213`) sees a map merged over the chart's: every key given
+/// is written, even `""`, `0`, `false` or `null`; an object merges into the chart's object key
+/// by key (an empty one keeps it); anything else replaces it whole. So the key is given when
+/// every object on the way has the next key; `null` on the way replaces the chart's object
+/// with nothing (refused, as an empty value is); another non-object cannot be read into.
+fn merged_key_given(place: Place<'_>, path: &Path) -> Result<bool> {
+    let (place, relative) = place.resolve(path);
+    let mut current = place.cursor.value;
+    let mut walked = 0;
+    for segment in relative.split('.') {
+        let here = &relative[..walked.max(1) - 1];
+        let object = match current {
+            None => return Ok(false),
+            Some(Value::Object(object)) => object,
+            Some(Value::Null) => {
+                return Err(EvalError {
+                    path: place.name(here),
+                    reason: MERGED_EMPTY.into(),
+                });
+            }
+            Some(_) => {
+                return Err(EvalError {
+                    path: if here.is_empty() {
+                        place.prefix.to_string()
+                    } else {
+                        place.name(here)
+                    },
+                    reason: format!("must be an object to read {relative:?}"),
+                });
+            }
+        };
+        walked += segment.len() + 1;
+        match object.get(segment) {
+            None => return Ok(false),
+            Some(Value::Null) if walked > relative.len() => {
+                return Err(place.error(path, MERGED_EMPTY));
+            }
+            next => current = next,
+        }
+    }
+    Ok(true)
+}
+
 /// The value of a term, `None` when it reads nothing; `read` reads its paths.
 fn term<L: Literal>(
     place: Place<'_>,
@@ -216,19 +262,22 @@ fn term<L: Literal>(
         Term::Fallback {
             path,
             default,
-            only_absent,
+            unset,
         } => {
-            let value = place.read(path)?;
-            let unset = if *only_absent {
-                value.is_none()
-            } else {
-                !is_set(value)
+            let takes_default = match unset {
+                Unset::HelmEmpty => !is_set(place.read(path)?),
+                Unset::Absent => place.read(path)?.is_none(),
+                // Present, even as `null`: mergeOverwrite writes it.
+                Unset::MergeAbsent => !merged_key_given(place, path)?,
             };
-            if unset {
-                term(place, default, read)
-            } else {
-                read(place, path)
+            if takes_default {
+                return term(place, default, read);
             }
+            let value = read(place, path)?;
+            if value.is_none() && *unset == Unset::MergeAbsent {
+                return Err(place.error(path, MERGED_EMPTY));
+            }
+            Ok(value)
         }
         Term::Max(terms) => {
             let mut max = None;
@@ -398,6 +447,35 @@ mod tests {
         assert_eq!(
             amount_of(json!({"max": ["a", 1]})).unwrap(),
             Some(Quantity::from_units(1))
+        );
+        // mergeOverwrite: only an absent key takes the default; an empty one is refused.
+        let merged = json!({"m": {"given": "5Gi", "zero": 0, "empty": "", "null": null, "o": {"n": null}}, "size": "2Gi"});
+        let top_m = Place::top(Cursor::new(&merged, None));
+        let merged_of = |path: &str| {
+            amount(
+                top_m,
+                &Amount::from_json(&json!({"path": path, "mergedOver": {"path": "size"}})).unwrap(),
+            )
+        };
+        assert_eq!(
+            merged_of("m.given").unwrap(),
+            Some(Quantity::parse("5Gi").unwrap())
+        );
+        assert_eq!(merged_of("m.zero").unwrap(), Some(Quantity::from_units(0)));
+        assert_eq!(
+            merged_of("m.absent").unwrap(),
+            Some(Quantity::parse("2Gi").unwrap())
+        );
+        assert_eq!(
+            merged_of("x.y").unwrap(),
+            Some(Quantity::parse("2Gi").unwrap())
+        );
+        assert_eq!(merged_of("m.empty").unwrap_err().path, "spec.m.empty");
+        assert_eq!(merged_of("m.null").unwrap_err().path, "spec.m.null");
+        assert_eq!(merged_of("m.o.n.deeper").unwrap_err().path, "spec.m.o.n");
+        assert_eq!(
+            merged_of("m.given.deeper").unwrap_err().reason,
+            "must be an object to read \"m.given.deeper\""
         );
         let cond = |v: Value| holds(top, &Condition::from_json(&v).unwrap()).unwrap();
         assert!(cond(json!({"path": "b", "equals": 3})));

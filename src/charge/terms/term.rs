@@ -15,16 +15,28 @@ pub enum Term<L> {
     Literal(L),
     /// The value at a path; an absent (or null) value is no term.
     Path(Path),
-    /// A fallback: when the value at `path` is empty to Helm (absent, null, `0`, `""`, `false`,
-    /// `[]`, `{}`: the chart's `p | default d`), or, with `only_absent`, only when it is
-    /// absent or null (the chart's `hasKey` / `ternary`), the value is `default`.
+    /// A fallback: when the value at `path` is unset as `unset` says, the value is `default`.
     Fallback {
         path: Path,
         default: Box<Term<L>>,
-        only_absent: bool,
+        unset: Unset,
     },
     /// The largest of the terms that are present.
     Max(Vec<Term<L>>),
+}
+
+/// When a [`Term::Fallback`] takes its default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unset {
+    /// `{path, default}`: the value is empty to Helm (absent, null, `0`, `""`, `false`, `[]`,
+    /// `{}`: the chart's `p | default d`).
+    HelmEmpty,
+    /// `{path, ifAbsent}`: the value is absent or null (the chart's `hasKey` / `ternary`).
+    Absent,
+    /// `{path, mergedOver}`: the key is absent, the value merged over the default with Sprig's
+    /// `mergeOverwrite` (mergo 1.0.1 `WithOverride`), which writes every key it is given, even
+    /// `""`, `0`, `false` or `null`; a present key that reads nothing is refused.
+    MergeAbsent,
 }
 
 /// A whole number: a multiplier of `replicas`, or a factor of a `product`.
@@ -119,22 +131,29 @@ impl<L: Literal> Term<L> {
                     .map(Term::Max)
             }
             Value::Object(map) => {
-                only(map, &["path", "default", "ifAbsent"], what)?;
+                only(map, &["path", "default", "ifAbsent", "mergedOver"], what)?;
                 let path = path_field(map, what)?;
-                let fallback = match (map.get("default"), map.get("ifAbsent")) {
-                    (None, None) => return Ok(Term::Path(path)),
-                    (Some(d), None) => (d, false),
-                    (None, Some(d)) => (d, true),
-                    (Some(_), Some(_)) => {
+                let given: Vec<(&Value, Unset)> = [
+                    ("default", Unset::HelmEmpty),
+                    ("ifAbsent", Unset::Absent),
+                    ("mergedOver", Unset::MergeAbsent),
+                ]
+                .into_iter()
+                .filter_map(|(key, unset)| map.get(key).map(|d| (d, unset)))
+                .collect();
+                let fallback = match given[..] {
+                    [] => return Ok(Term::Path(path)),
+                    [one] => one,
+                    _ => {
                         return Err(format!(
-                            "{what} on {path} takes `default` or `ifAbsent`, not both"
+                            "{what} on {path} takes one of `default`, `ifAbsent`, `mergedOver`"
                         ));
                     }
                 };
                 Ok(Term::Fallback {
                     path,
                     default: Box::new(Term::parse(fallback.0, true)?),
-                    only_absent: fallback.1,
+                    unset: fallback.1,
                 })
             }
             other => Err(format!(
