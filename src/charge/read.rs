@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
-use super::helm_casts;
 use super::terms::{Amount, Condition, Count, From, Literal, Path, Term, Unset};
 use super::values::Cursor;
+use super::{helm_casts, yaml_scalar};
 use crate::json::describe;
 use crate::quantity::{JsonQuantityError, Quantity};
 
@@ -204,6 +204,50 @@ pub(super) fn read_name<'a>(place: Place<'a>, path: &Path) -> Result<Option<&'a 
     }
 }
 
+/// The whole number an integer field receives from the value at `path` rendered unquoted
+/// (`cores: {{ .resources.cpu }}` under the chart's `if`), read as YAML 1.1 reads it
+/// ([`yaml_scalar`]): `None` when the value is empty to Helm (the `if` renders no field).
+/// Refused: a value YAML reads as no whole number (`1.5`, `500m`: the field's schema refuses
+/// the object) or as a negative one.
+fn read_yaml_int(place: Place<'_>, path: &Path) -> Result<Option<u64>> {
+    let value = place.read(path)?;
+    let Some(value) = value.filter(|v| is_set(Some(v))) else {
+        return Ok(None);
+    };
+    let (shown, whole) = match value {
+        Value::String(s) => (s.clone(), yaml_scalar::whole(s)),
+        Value::Number(n) => {
+            // Go's template prints a float64 value as `%v`; a whole one reads back whole.
+            let whole = match (n.as_i64(), n.as_u64()) {
+                (Some(i), _) => Ok(i128::from(i)),
+                (_, Some(u)) => Ok(i128::from(u)),
+                _ => yaml_scalar::whole(&n.to_string()),
+            };
+            (n.to_string(), whole)
+        }
+        other => {
+            return Err(place.error(
+                path,
+                format!("must be a string or a number, not {}", describe(other)),
+            ));
+        }
+    };
+    match whole {
+        Ok(n) => u64::try_from(n).map(Some).map_err(|_| {
+            place.error(
+                path,
+                format!("{shown:?} renders a negative integer ({n}), which the field it fills refuses"),
+            )
+        }),
+        Err(read) => Err(place.error(
+            path,
+            format!(
+                "{shown:?} is rendered unquoted into an integer field, where YAML 1.1 reads it as {read}, not a whole number, so the object is refused"
+            ),
+        )),
+    }
+}
+
 const MERGED_EMPTY: &str = "is empty, and Sprig's mergeOverwrite (mergo 1.0.1) writes even an empty value over what the chart has there, so the object renders an empty value Kubernetes refuses";
 
 /// Whether the raw values give the key at `path`, as Sprig's `mergeOverwrite` (mergo 1.0.1
@@ -259,6 +303,7 @@ fn term<L: Literal>(
     match t {
         Term::Literal(l) => Ok(Some(l.clone())),
         Term::Path(path) => read(place, path),
+        Term::YamlInt(path) => Ok(read_yaml_int(place, path)?.and_then(L::whole)),
         Term::Fallback {
             path,
             default,
@@ -477,6 +522,18 @@ mod tests {
             merged_of("m.given.deeper").unwrap_err().reason,
             "must be an object to read \"m.given.deeper\""
         );
+        // yamlInt: the rendered scalar as YAML 1.1 reads it.
+        let rendered =
+            json!({"octal": "010", "helm_empty": "", "zero": "0", "n": 4, "frac": "2.5"});
+        let top_r = Place::top(Cursor::new(&rendered, None));
+        let int_of =
+            |path: &str| count(top_r, &Count::from_json(&json!({"yamlInt": path})).unwrap());
+        assert_eq!(int_of("octal").unwrap(), Some(8));
+        assert_eq!(int_of("helm_empty").unwrap(), None);
+        assert_eq!(int_of("zero").unwrap(), Some(0));
+        assert_eq!(int_of("n").unwrap(), Some(4));
+        assert_eq!(int_of("absent").unwrap(), None);
+        assert!(int_of("frac").unwrap_err().reason.contains("the float 2.5"));
         let cond = |v: Value| holds(top, &Condition::from_json(&v).unwrap()).unwrap();
         assert!(cond(json!({"path": "b", "equals": 3})));
         assert!(cond(json!({"path": "absent", "equals": null})));

@@ -213,6 +213,13 @@ mod tests {
                 unset: Unset::MergeAbsent
             })
         );
+        assert_eq!(
+            Amount::from_json(&json!({"max": [{"yamlInt": "resources.cpu"}, 1]})).unwrap(),
+            Amount::Term(Term::Max(vec![
+                Term::YamlInt(p("resources.cpu")),
+                Term::Literal(q("1"))
+            ]))
+        );
         let root = p("$.resources");
         assert!(root.from == From::Root && root.relative() == "resources");
         assert_eq!(p("^.size").from, From::Enclosing);
@@ -259,6 +266,18 @@ mod tests {
                 Amount::from_json(&json!({"path": "x", "ifAbsent": 1, "mergedOver": 2}))
                     .unwrap_err(),
                 "takes one of `default`, `ifAbsent`, `mergedOver`",
+            ),
+            (
+                Name::from_json(&json!({"yamlInt": "x"})).unwrap_err(),
+                "a name cannot be a yamlInt",
+            ),
+            (
+                Count::from_json(&json!({"yamlInt": 3})).unwrap_err(),
+                "yamlInt must be a path, not the number 3",
+            ),
+            (
+                Count::from_json(&json!({"yamlInt": "x", "path": "y"})).unwrap_err(),
+                "unknown field `path`",
             ),
             (
                 Count::from_json(&json!({"max": []})).unwrap_err(),

@@ -21,6 +21,10 @@ pub enum Term<L> {
         default: Box<Term<L>>,
         unset: Unset,
     },
+    /// The whole number the Kubernetes YAML decoder reads from the value rendered unquoted
+    /// into an integer field (`cores: {{ .resources.cpu }}`), as [`crate::charge::yaml_scalar`]
+    /// reads it; absent, `null` and Helm-empty values (which the chart's `if` skips) read nothing.
+    YamlInt(Path),
     /// The largest of the terms that are present.
     Max(Vec<Term<L>>),
 }
@@ -60,6 +64,8 @@ pub trait Literal: Sized + Clone + Ord {
     /// `v` as a literal of this kind, `None` when `v` is not written as one. In a `default`
     /// a string is a literal for quantities and names (`default: 20Gi`), not a path.
     fn literal(v: &Value, in_default: bool) -> Option<Result<Self, String>>;
+    /// A whole number as a value of this kind (`None`: the kind holds no numbers).
+    fn whole(n: u64) -> Option<Self>;
 }
 
 impl Literal for u64 {
@@ -74,6 +80,9 @@ impl Literal for u64 {
             _ => None,
         }
     }
+    fn whole(n: u64) -> Option<Self> {
+        Some(n)
+    }
 }
 
 impl Literal for Quantity {
@@ -87,6 +96,9 @@ impl Literal for Quantity {
             }
             _ => None,
         }
+    }
+    fn whole(n: u64) -> Option<Self> {
+        Some(Quantity::from_units(n))
     }
 }
 
@@ -103,6 +115,9 @@ impl Literal for String {
             }
             _ => None,
         }
+    }
+    fn whole(_: u64) -> Option<Self> {
+        None
     }
 }
 
@@ -129,6 +144,19 @@ impl<L: Literal> Term<L> {
                     .map(|t| Term::parse(t, false))
                     .collect::<Result<_, _>>()
                     .map(Term::Max)
+            }
+            Value::Object(map) if map.contains_key("yamlInt") => {
+                only(map, &["yamlInt"], what)?;
+                if L::whole(0).is_none() {
+                    return Err(format!("{what} cannot be a yamlInt"));
+                }
+                match &map["yamlInt"] {
+                    Value::String(s) => Path::parse(s).map(Term::YamlInt),
+                    other => Err(format!(
+                        "{what}: yamlInt must be a path, not {}",
+                        describe(other)
+                    )),
+                }
             }
             Value::Object(map) => {
                 only(map, &["path", "default", "ifAbsent", "mergedOver"], what)?;
@@ -167,7 +195,7 @@ impl<L: Literal> Term<L> {
     pub fn blame(&self) -> Option<&Path> {
         match self {
             Term::Literal(_) => None,
-            Term::Path(p) | Term::Fallback { path: p, .. } => Some(p),
+            Term::Path(p) | Term::Fallback { path: p, .. } | Term::YamlInt(p) => Some(p),
             Term::Max(terms) => terms.iter().find_map(Term::blame),
         }
     }
@@ -175,7 +203,7 @@ impl<L: Literal> Term<L> {
     pub fn paths<'a>(&'a self, into: &mut Vec<&'a Path>) {
         match self {
             Term::Literal(_) => {}
-            Term::Path(p) => into.push(p),
+            Term::Path(p) | Term::YamlInt(p) => into.push(p),
             Term::Fallback { path, default, .. } => {
                 into.push(path);
                 default.paths(into);
