@@ -139,6 +139,11 @@ fn vm_instance(#[case] spec: Value, #[case] want: Result<Resources, &str>) {
 #[rstest]
 #[case::dv_yaml_storage_schema_default(None, json!({}), Ok(res(&[("storage", "5Gi")])))]
 #[case::dv_yaml_storage(None, json!({"storage": "1.5Ti"}), Ok(res(&[("storage", "1536Gi")])))]
+#[case::vm_disk_templates_dv_yaml_31_source_upload_renders_an_empty_upload_source(
+    None,
+    json!({"storage": "10Gi", "source": {"upload": {"size": "10Ti", "image": "disk.qcow2"}}}),
+    Ok(res(&[("storage", "10Gi")]))
+)]
 #[case::dv_yaml_source_has_no_size(
     None,
     json!({"storage": "50Gi", "source": {"http": {"url": "https://example.org/disk.qcow2"}}, "optical": false}),
