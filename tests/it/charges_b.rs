@@ -41,9 +41,11 @@ macro_rules! empty {
     ($path:literal, $key:literal) => {
         concat!(
             $path,
-            ": is empty, and cozy-lib merges resources over the preset with Sprig's mergeOverwrite, which writes even an empty value: the container's ",
+            ": is empty: the container's ",
             $key,
-            " limit renders empty instead of the preset's, and Kubernetes refuses it"
+            " limit renders empty, which Kubernetes refuses (cozy-lib merges resources over the preset with Sprig's mergeOverwrite, which writes even an empty value, so the preset's ",
+            $key,
+            " is not used)"
         )
     };
 }
