@@ -197,6 +197,21 @@ fn read_resources(
             return Err(place.error(path, format!("must be an object, not {}", describe(other))));
         }
     };
+    // cozy-lib merges the map over the preset with Sprig's mergeOverwrite (mergo 1.0.1), which
+    // writes every key it is given: an empty one replaces the preset's and renders an empty
+    // limit (`null` as `<nil>`), which neither the chart's schema nor Kubernetes accepts. A
+    // `null` the chart's values.yaml has a default for (the schema's default) is deleted by
+    // Helm's coalesce first, and the default is read.
+    let given = place.cursor_at(path)?;
+    if let Some(key) = map.iter().find_map(|(k, v)| {
+        let empty = v.as_str() == Some("") || (v.is_null() && given.child(k).value.is_none());
+        empty.then_some(k)
+    }) {
+        return Err(place.error(
+            &place.below(path, key),
+            format!("is empty: the container's {key} limit renders empty, which Kubernetes refuses (cozy-lib merges resources over the preset with Sprig's mergeOverwrite, which writes even an empty value, so the preset's {key} is not used)"),
+        ));
+    }
     let mut sizes = [None, None];
     for (slot, key) in sizes.iter_mut().zip([CPU, MEMORY]) {
         let field = place.below(path, key);

@@ -94,8 +94,8 @@ pub fn parse_int(s: &str) -> Option<i64> {
     }
 }
 
-/// Go's `strconv.ParseUint(s, 0, 64)`.
-fn parse_uint(s0: &str) -> Option<u64> {
+/// Go's `strconv.ParseUint(s, 0, 64)`; `None` on a syntax or range error.
+pub fn parse_uint(s0: &str) -> Option<u64> {
     if s0.is_empty() {
         return None;
     }

@@ -4,7 +4,8 @@
 //! - [`values`]: an application's values as its chart sees them (schema defaults applied);
 //! - [`evaluate`]: a reservation block evaluated against those values;
 //! - [`helm_casts`]: Helm's `int64`/`int` casts, exactly as the charts run them;
-//! - [`presets`]: Cozystack's preset table, the sizes a `preset` path resolves to.
+//! - [`presets`]: Cozystack's preset table, the sizes a `preset` path resolves to;
+//! - [`yaml_scalar`]: how Kubernetes reads a value a chart renders unquoted (YAML 1.1).
 //!
 //! - [`sizing`]: what sizes resolve against (presets, instance types by name, GPU classes).
 //!
@@ -18,6 +19,7 @@ mod read;
 pub mod sizing;
 pub mod terms;
 pub mod values;
+pub mod yaml_scalar;
 
 use serde_json::Value;
 use serde_json::value::RawValue;

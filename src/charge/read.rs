@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
-use super::helm_casts;
-use super::terms::{Amount, Condition, Count, From, Literal, Path, Term};
+use super::terms::{Amount, Condition, Count, From, Literal, Path, Term, Unset};
 use super::values::Cursor;
+use super::{helm_casts, yaml_scalar};
 use crate::json::describe;
 use crate::quantity::{JsonQuantityError, Quantity};
 
@@ -204,6 +204,96 @@ pub(super) fn read_name<'a>(place: Place<'a>, path: &Path) -> Result<Option<&'a 
     }
 }
 
+/// The whole number an integer field receives from the value at `path` rendered unquoted
+/// (`cores: {{ .resources.cpu }}` under the chart's `if`), read as YAML 1.1 reads it
+/// ([`yaml_scalar`]): `None` when the value is empty to Helm (the `if` renders no field).
+/// Refused: a value YAML reads as no whole number (`1.5`, `500m`: the field's schema refuses
+/// the object) or as a negative one.
+fn read_yaml_int(place: Place<'_>, path: &Path) -> Result<Option<u64>> {
+    let value = place.read(path)?;
+    let Some(value) = value.filter(|v| is_set(Some(v))) else {
+        return Ok(None);
+    };
+    let (shown, whole) = match value {
+        Value::String(s) => (s.clone(), yaml_scalar::whole(s)),
+        Value::Number(n) => {
+            // Go's template prints a float64 value as `%v`; a whole one reads back whole.
+            let whole = match (n.as_i64(), n.as_u64()) {
+                (Some(i), _) => Ok(i128::from(i)),
+                (_, Some(u)) => Ok(i128::from(u)),
+                _ => yaml_scalar::whole(&n.to_string()),
+            };
+            (n.to_string(), whole)
+        }
+        other => {
+            return Err(place.error(
+                path,
+                format!("must be a string or a number, not {}", describe(other)),
+            ));
+        }
+    };
+    match whole {
+        Ok(n) => u64::try_from(n).map(Some).map_err(|_| {
+            place.error(
+                path,
+                format!("{shown:?} renders a negative integer ({n}), which the field it fills refuses"),
+            )
+        }),
+        Err(read) => Err(place.error(
+            path,
+            format!(
+                "{shown:?} is rendered unquoted into an integer field, where YAML 1.1 reads it as {read}, not a whole number, so the object is refused"
+            ),
+        )),
+    }
+}
+
+const MERGED_EMPTY: &str = "is empty, and Sprig's mergeOverwrite (mergo 1.0.1) writes even an empty value over what the chart has there, so the object renders an empty value Kubernetes refuses";
+
+/// Whether the raw values give the key at `path`, as Sprig's `mergeOverwrite` (mergo 1.0.1
+/// `WithOverride`, `merge.go:120-213`) sees a map merged over the chart's: every key given
+/// is written, even `""`, `0`, `false` or `null`; an object merges into the chart's object key
+/// by key (an empty one keeps it); anything else replaces it whole. So the key is given when
+/// every object on the way has the next key; `null` on the way replaces the chart's object
+/// with nothing (refused, as an empty value is); another non-object cannot be read into.
+fn merged_key_given(place: Place<'_>, path: &Path) -> Result<bool> {
+    let (place, relative) = place.resolve(path);
+    let mut current = place.cursor.value;
+    let mut walked = 0;
+    for segment in relative.split('.') {
+        let here = &relative[..walked.max(1) - 1];
+        let object = match current {
+            None => return Ok(false),
+            Some(Value::Object(object)) => object,
+            Some(Value::Null) => {
+                return Err(EvalError {
+                    path: place.name(here),
+                    reason: MERGED_EMPTY.into(),
+                });
+            }
+            Some(_) => {
+                return Err(EvalError {
+                    path: if here.is_empty() {
+                        place.prefix.to_string()
+                    } else {
+                        place.name(here)
+                    },
+                    reason: format!("must be an object to read {relative:?}"),
+                });
+            }
+        };
+        walked += segment.len() + 1;
+        match object.get(segment) {
+            None => return Ok(false),
+            Some(Value::Null) if walked > relative.len() => {
+                return Err(place.error(path, MERGED_EMPTY));
+            }
+            next => current = next,
+        }
+    }
+    Ok(true)
+}
+
 /// The value of a term, `None` when it reads nothing; `read` reads its paths.
 fn term<L: Literal>(
     place: Place<'_>,
@@ -213,22 +303,26 @@ fn term<L: Literal>(
     match t {
         Term::Literal(l) => Ok(Some(l.clone())),
         Term::Path(path) => read(place, path),
+        Term::YamlInt(path) => Ok(read_yaml_int(place, path)?.and_then(L::whole)),
         Term::Fallback {
             path,
             default,
-            only_absent,
+            unset,
         } => {
-            let value = place.read(path)?;
-            let unset = if *only_absent {
-                value.is_none()
-            } else {
-                !is_set(value)
+            let takes_default = match unset {
+                Unset::HelmEmpty => !is_set(place.read(path)?),
+                Unset::Absent => place.read(path)?.is_none(),
+                // Present, even as `null`: mergeOverwrite writes it.
+                Unset::MergeAbsent => !merged_key_given(place, path)?,
             };
-            if unset {
-                term(place, default, read)
-            } else {
-                read(place, path)
+            if takes_default {
+                return term(place, default, read);
             }
+            let value = read(place, path)?;
+            if value.is_none() && *unset == Unset::MergeAbsent {
+                return Err(place.error(path, MERGED_EMPTY));
+            }
+            Ok(value)
         }
         Term::Max(terms) => {
             let mut max = None;
@@ -399,6 +493,47 @@ mod tests {
             amount_of(json!({"max": ["a", 1]})).unwrap(),
             Some(Quantity::from_units(1))
         );
+        // mergeOverwrite: only an absent key takes the default; an empty one is refused.
+        let merged = json!({"m": {"given": "5Gi", "zero": 0, "empty": "", "null": null, "o": {"n": null}}, "size": "2Gi"});
+        let top_m = Place::top(Cursor::new(&merged, None));
+        let merged_of = |path: &str| {
+            amount(
+                top_m,
+                &Amount::from_json(&json!({"path": path, "mergedOver": {"path": "size"}})).unwrap(),
+            )
+        };
+        assert_eq!(
+            merged_of("m.given").unwrap(),
+            Some(Quantity::parse("5Gi").unwrap())
+        );
+        assert_eq!(merged_of("m.zero").unwrap(), Some(Quantity::from_units(0)));
+        assert_eq!(
+            merged_of("m.absent").unwrap(),
+            Some(Quantity::parse("2Gi").unwrap())
+        );
+        assert_eq!(
+            merged_of("x.y").unwrap(),
+            Some(Quantity::parse("2Gi").unwrap())
+        );
+        assert_eq!(merged_of("m.empty").unwrap_err().path, "spec.m.empty");
+        assert_eq!(merged_of("m.null").unwrap_err().path, "spec.m.null");
+        assert_eq!(merged_of("m.o.n.deeper").unwrap_err().path, "spec.m.o.n");
+        assert_eq!(
+            merged_of("m.given.deeper").unwrap_err().reason,
+            "must be an object to read \"m.given.deeper\""
+        );
+        // yamlInt: the rendered scalar as YAML 1.1 reads it.
+        let rendered =
+            json!({"octal": "010", "helm_empty": "", "zero": "0", "n": 4, "frac": "2.5"});
+        let top_r = Place::top(Cursor::new(&rendered, None));
+        let int_of =
+            |path: &str| count(top_r, &Count::from_json(&json!({"yamlInt": path})).unwrap());
+        assert_eq!(int_of("octal").unwrap(), Some(8));
+        assert_eq!(int_of("helm_empty").unwrap(), None);
+        assert_eq!(int_of("zero").unwrap(), Some(0));
+        assert_eq!(int_of("n").unwrap(), Some(4));
+        assert_eq!(int_of("absent").unwrap(), None);
+        assert!(int_of("frac").unwrap_err().reason.contains("the float 2.5"));
         let cond = |v: Value| holds(top, &Condition::from_json(&v).unwrap()).unwrap();
         assert!(cond(json!({"path": "b", "equals": 3})));
         assert!(cond(json!({"path": "absent", "equals": null})));

@@ -139,6 +139,11 @@ fn vm_instance(#[case] spec: Value, #[case] want: Result<Resources, &str>) {
 #[rstest]
 #[case::dv_yaml_storage_schema_default(None, json!({}), Ok(res(&[("storage", "5Gi")])))]
 #[case::dv_yaml_storage(None, json!({"storage": "1.5Ti"}), Ok(res(&[("storage", "1536Gi")])))]
+#[case::vm_disk_templates_dv_yaml_31_source_upload_renders_an_empty_upload_source(
+    None,
+    json!({"storage": "10Gi", "source": {"upload": {"size": "10Ti", "image": "disk.qcow2"}}}),
+    Ok(res(&[("storage", "10Gi")]))
+)]
 #[case::dv_yaml_source_has_no_size(
     None,
     json!({"storage": "50Gi", "source": {"http": {"url": "https://example.org/disk.qcow2"}}, "optical": false}),
@@ -257,6 +262,11 @@ fn no_workers() -> Value {
     json!({"nodeGroups": {"w": {"maxReplicas": 2, "instanceType": "", "resources": {"cpu": 4, "memory": "8Gi"}, "podCpuLimit": 6, "podCpuRequest": "1"}}}),
     Ok(res(&[("cpu", "24008m"), ("memory", "26880Mi"), ("storage", "40Gi")]))
 )]
+// cluster.yaml:152 `cores: {{ .group.resources.cpu }}`, unquoted: YAML 1.1 reads `010` as 8.
+#[case::kubernetes_templates_cluster_yaml_152_cores_010_is_octal_8_per_vm(
+    json!({"nodeGroups": {"w": {"maxReplicas": 2, "instanceType": "", "resources": {"cpu": "010", "memory": "2Gi"}}}}),
+    Ok(res(&[("cpu", "28008m"), ("memory", "14592Mi"), ("storage", "40Gi")]))
+)]
 #[case::cluster_yaml_pod_cpu_limit_below_the_guest(
     json!({"nodeGroups": {"w": {"maxReplicas": 2, "instanceType": "", "resources": {"cpu": 4, "memory": "8Gi"}, "podCpuLimit": "1500m"}}}),
     Ok(res(&[("cpu", "20008m"), ("memory", "26880Mi"), ("storage", "40Gi")]))
@@ -369,6 +379,45 @@ fn kubernetes(#[case] spec: Value, #[case] want: Result<Resources, &str>) {
 #[case::nodegroup_yaml_zero_cores_count_as_one(
     json!({"cluster": "k1", "maxReplicas": 1, "instanceType": "", "resources": {"cpu": "0", "memory": "2Gi"}}),
     Ok(res(&[("cpu", "1"), ("memory", "2Gi"), ("storage", "20Gi")]))
+)]
+// nodegroup.yaml:133 renders `cores: {{ .group.resources.cpu }}` unquoted: Kubernetes reads
+// the scalar as YAML 1.1 (sigs.k8s.io/yaml over go-yaml v2 resolve.go), then KubeVirt's
+// integer `cores`.
+#[case::kubernetes_nodes_templates_nodegroup_yaml_133_cores_010_is_octal_8(
+    json!({"cluster": "k1", "maxReplicas": 1, "instanceType": "", "resources": {"cpu": "010", "memory": "2Gi"}}),
+    Ok(res(&[("cpu", "8"), ("memory", "2Gi"), ("storage", "20Gi")]))
+)]
+#[case::kubernetes_nodes_templates_nodegroup_yaml_133_cores_08_is_the_float_8(
+    json!({"cluster": "k1", "maxReplicas": 1, "instanceType": "", "resources": {"cpu": "08", "memory": "2Gi"}}),
+    Ok(res(&[("cpu", "8"), ("memory", "2Gi"), ("storage", "20Gi")]))
+)]
+#[case::kubernetes_nodes_templates_nodegroup_yaml_133_cores_1e1_is_10(
+    json!({"cluster": "k1", "maxReplicas": 1, "instanceType": "", "resources": {"cpu": "1e1", "memory": "2Gi"}}),
+    Ok(res(&[("cpu", "10"), ("memory", "2Gi"), ("storage", "20Gi")]))
+)]
+#[case::kubernetes_nodes_templates_nodegroup_yaml_133_cores_plus_4_and_4_0_are_4(
+    json!({"cluster": "k1", "maxReplicas": 2, "instanceType": "", "resources": {"cpu": "+4", "memory": "2Gi"}, "podCpuLimit": "4.0"}),
+    Ok(res(&[("cpu", "8"), ("memory", "4Gi"), ("storage", "40Gi")]))
+)]
+#[case::kubernetes_nodes_templates_nodegroup_yaml_133_cores_010_under_a_higher_pod_cpu_limit(
+    json!({"cluster": "k1", "maxReplicas": 1, "instanceType": "", "resources": {"cpu": "010", "memory": "2Gi"}, "podCpuLimit": "010"}),
+    Ok(res(&[("cpu", "10"), ("memory", "2Gi"), ("storage", "20Gi")]))
+)]
+#[case::kubernetes_nodes_templates_nodegroup_yaml_133_cores_1_5_is_refused(
+    json!({"cluster": "k1", "maxReplicas": 1, "instanceType": "", "resources": {"cpu": "1.5", "memory": "2Gi"}}),
+    Err("spec.resources.cpu: \"1.5\" is rendered unquoted into an integer field, where YAML 1.1 reads it as the float 1.5, not a whole number, so the object is refused")
+)]
+#[case::kubernetes_nodes_templates_nodegroup_yaml_133_cores_json_1_5_is_refused(
+    json!({"cluster": "k1", "maxReplicas": 1, "instanceType": "", "resources": {"cpu": 1.5, "memory": "2Gi"}}),
+    Err("spec.resources.cpu: \"1.5\" is rendered unquoted into an integer field, where YAML 1.1 reads it as the float 1.5, not a whole number, so the object is refused")
+)]
+#[case::kubernetes_nodes_templates_nodegroup_yaml_133_cores_1500m_is_refused(
+    json!({"cluster": "k1", "maxReplicas": 1, "instanceType": "", "resources": {"cpu": "1500m", "memory": "2Gi"}}),
+    Err("spec.resources.cpu: \"1500m\" is rendered unquoted into an integer field, where YAML 1.1 reads it as a string, not a whole number, so the object is refused")
+)]
+#[case::kubernetes_nodes_templates_nodegroup_yaml_133_cores_negative_is_refused(
+    json!({"cluster": "k1", "maxReplicas": 1, "instanceType": "", "resources": {"cpu": "-010", "memory": "2Gi"}}),
+    Err("spec.resources.cpu: \"-010\" renders a negative integer (-8), which the field it fills refuses")
 )]
 #[case::nodegroup_yaml_pod_cpu_limit_above_the_guest(
     json!({"cluster": "k1", "maxReplicas": 2, "instanceType": "", "resources": {"cpu": 4, "memory": "8Gi"}, "podCpuLimit": 6, "podCpuRequest": "1"}),

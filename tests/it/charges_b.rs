@@ -36,6 +36,23 @@ macro_rules! zero {
     };
 }
 
+/// The refusal of an empty `key` at `path` in a cozy-lib resources map.
+macro_rules! empty {
+    ($path:literal, $key:literal) => {
+        concat!(
+            $path,
+            ": is empty: the container's ",
+            $key,
+            " limit renders empty, which Kubernetes refuses (cozy-lib merges resources over the preset with Sprig's mergeOverwrite, which writes even an empty value, so the preset's ",
+            $key,
+            " is not used)"
+        )
+    };
+}
+
+/// The refusal of an empty resolver claim size given in `pvc.merge`.
+const MERGED_EMPTY: &str = "spec.config.resolver.pvc.merge.spec.resources.requests.storage: is empty, and Sprig's mergeOverwrite (mergo 1.0.1) writes even an empty value over what the chart has there, so the object renders an empty value Kubernetes refuses";
+
 /// The refusal of the unmapped extended resource `nvidia.com/gpu` in the resources map at `path`.
 macro_rules! extended {
     ($path:literal) => {
@@ -333,6 +350,12 @@ fn kafka(#[case] spec: Value, #[case] want: Want) {
 #[case::nats_yaml_99_zero_replicas(json!({"replicas": 0}), Ok(NOTHING))]
 #[case::nats_yaml_59_resources(json!({"resources": {"cpu": "1", "memory": "1Gi"}}), Ok(&[("cpu", "2"), ("memory", "2Gi"), ("storage", "20Gi")][..]))]
 #[case::nats_yaml_59_explicit_zero_cpu_refused(json!({"resources": {"cpu": "0"}}), Err(zero!("spec.resources.cpu", "cpu")))]
+// cozy-lib/templates/_resources.tpl:162: mergeOverwrite writes an empty key over the preset's.
+#[case::nats_yaml_59_empty_cpu_replaces_the_preset_refused(json!({"resources": {"cpu": ""}}), Err(empty!("spec.resources.cpu", "cpu")))]
+#[case::nats_yaml_59_null_memory_replaces_the_preset_refused(
+    json!({"resources": {"cpu": "1", "memory": null}}),
+    Err(empty!("spec.resources.memory", "memory"))
+)]
 #[case::nats_yaml_59_gpu_device_per_pod(
     json!({"resources": {"cpu": "1", "memory": "1Gi", A10: 1}}),
     Ok(&[("cpu", "2"), ("memory", "2Gi"), ("storage", "20Gi"), (GPUS, "2"), (A10S, "2")][..])
@@ -361,9 +384,28 @@ fn kafka(#[case] spec: Value, #[case] want: Want) {
     json!({"config": {"resolver": {"enabled": true, "pvc": {"size": "2Gi", "merge": {"spec": {"resources": {"requests": {"storage": "50Gi"}}}}}}}}),
     Ok(&[("cpu", "500m"), ("memory", "256Mi"), ("storage", "120Gi")][..])
 )]
-#[case::nats_templates_nats_yaml_84_config_resolver_pvc_merge_empty_storage_keeps_size(
+// sys:nats/charts/nats/templates/_helpers.tpl:242-246 merges pvc.merge over the claim with
+// Sprig's mergeOverwrite (mergo 1.0.1 WithOverride, merge.go:199-213): a given key wins even
+// empty, an empty object keeps what the claim has.
+#[case::nats_templates_nats_yaml_84_config_resolver_pvc_merge_empty_storage_is_refused(
     json!({"config": {"resolver": {"enabled": true, "pvc": {"size": "2Gi", "merge": {"metadata": {"labels": {"a": "b"}}, "spec": {"resources": {"requests": {"storage": ""}}}}}}}}),
+    Err(MERGED_EMPTY)
+)]
+#[case::nats_templates_nats_yaml_84_config_resolver_pvc_merge_null_storage_is_refused(
+    json!({"config": {"resolver": {"enabled": true, "pvc": {"merge": {"spec": {"resources": {"requests": {"storage": null}}}}}}}}),
+    Err(MERGED_EMPTY)
+)]
+#[case::nats_templates_nats_yaml_84_config_resolver_pvc_merge_zero_storage_wins_over_size(
+    json!({"config": {"resolver": {"enabled": true, "pvc": {"size": "2Gi", "merge": {"spec": {"resources": {"requests": {"storage": 0}}}}}}}}),
+    Ok(&[("cpu", "500m"), ("memory", "256Mi"), ("storage", "20Gi")][..])
+)]
+#[case::nats_templates_nats_yaml_84_config_resolver_pvc_merge_empty_requests_keep_size(
+    json!({"config": {"resolver": {"enabled": true, "pvc": {"size": "2Gi", "merge": {"spec": {"resources": {"requests": {}}}}}}}}),
     Ok(&[("cpu", "500m"), ("memory", "256Mi"), ("storage", "24Gi")][..])
+)]
+#[case::nats_templates_nats_yaml_84_config_resolver_pvc_merge_null_requests_are_refused(
+    json!({"config": {"resolver": {"enabled": true, "pvc": {"merge": {"spec": {"resources": {"requests": null}}}}}}}),
+    Err("spec.config.resolver.pvc.merge.spec.resources.requests: is empty, and Sprig's mergeOverwrite (mergo 1.0.1) writes even an empty value over what the chart has there, so the object renders an empty value Kubernetes refuses")
 )]
 #[case::nats_templates_nats_yaml_84_config_resolver_pvc_patch_is_refused(
     json!({"config": {"resolver": {"enabled": true, "pvc": {"patch": [{"op": "replace", "path": "/spec/resources/requests/storage", "value": "10Ti"}]}}}}),

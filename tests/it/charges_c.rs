@@ -263,6 +263,16 @@ fn info(#[case] spec: Value, #[case] want: Result<&[(&str, &str)], &str>) {
     json!({"alerta": {"resources": {"limits": {"cpu": "2"}}}}),
     Ok(&[("cpu", "22700m"), ("memory", "33224Mi"), ("storage", "108Gi")][..])
 )]
+// A null limit the monitoring values.yaml has a default for (values.yaml:124) is deleted by
+// Helm's coalesce before the sys chart reads the map: the default is charged.
+#[case::alerta_yaml_81_null_limits_cpu_keeps_the_values_default(
+    json!({"alerta": {"resources": {"limits": {"cpu": null, "memory": "2Gi"}}}}),
+    Ok(&[("cpu", "21700m"), ("memory", "34248Mi"), ("storage", "108Gi")][..])
+)]
+#[case::alerta_yaml_81_empty_limits_cpu_is_refused(
+    json!({"alerta": {"resources": {"limits": {"cpu": ""}}}}),
+    Err("spec.alerta.resources.limits.cpu: is empty: the container's cpu limit renders empty, which Kubernetes refuses (cozy-lib merges resources over the preset with Sprig's mergeOverwrite, which writes even an empty value, so the preset's cpu is not used)")
+)]
 #[case::alerta_db_yaml_21_storage_per_instance(
     json!({"alerta": {"storage": "25Gi"}}),
     Ok(&[("cpu", "21700m"), ("memory", "33224Mi"), ("storage", "138Gi")][..])

@@ -29,7 +29,7 @@ use crate::quantity::Quantity;
 pub use condition::Condition;
 pub use parts::{Fixed, Gpus, Implied, Size, fixed_from_json};
 pub use path::{From, Path};
-pub use term::{Amount, Count, Literal, Name, Term};
+pub use term::{Amount, Count, Literal, Name, Term, Unset};
 
 fn object<'a>(v: &'a Value, what: &str) -> Result<&'a Map<String, Value>, String> {
     v.as_object()
@@ -145,7 +145,7 @@ mod tests {
             Term::Fallback {
                 path: p("replicas"),
                 default: Box::new(Term::Literal(3)),
-                only_absent: false
+                unset: Unset::HelmEmpty
             }
         );
         assert_eq!(
@@ -156,7 +156,7 @@ mod tests {
             Term::Fallback {
                 path: p("replicas"),
                 default: Box::new(Term::Path(p("$.volume.replicas"))),
-                only_absent: true
+                unset: Unset::Absent
             }
         );
         assert_eq!(
@@ -171,7 +171,7 @@ mod tests {
             Amount::Term(Term::Fallback {
                 path: p("diskSize"),
                 default: Box::new(Term::Literal(q("20Gi"))),
-                only_absent: false
+                unset: Unset::HelmEmpty
             })
         );
         assert_eq!(
@@ -197,8 +197,28 @@ mod tests {
             Term::Fallback {
                 path: p("resourcesPreset"),
                 default: Box::new(Term::Path(p("$.volume.resourcesPreset"))),
-                only_absent: false
+                unset: Unset::HelmEmpty
             }
+        );
+        assert_eq!(
+            Amount::from_json(&json!({"path": "pvc.merge.storage", "mergedOver": {"path": "pvc.size", "default": "1Gi"}}))
+                .unwrap(),
+            Amount::Term(Term::Fallback {
+                path: p("pvc.merge.storage"),
+                default: Box::new(Term::Fallback {
+                    path: p("pvc.size"),
+                    default: Box::new(Term::Literal(q("1Gi"))),
+                    unset: Unset::HelmEmpty
+                }),
+                unset: Unset::MergeAbsent
+            })
+        );
+        assert_eq!(
+            Amount::from_json(&json!({"max": [{"yamlInt": "resources.cpu"}, 1]})).unwrap(),
+            Amount::Term(Term::Max(vec![
+                Term::YamlInt(p("resources.cpu")),
+                Term::Literal(q("1"))
+            ]))
         );
         let root = p("$.resources");
         assert!(root.from == From::Root && root.relative() == "resources");
@@ -236,11 +256,28 @@ mod tests {
             ),
             (
                 Count::from_json(&json!({"path": "x", "default": 1, "ifAbsent": 2})).unwrap_err(),
-                "not both",
+                "takes one of `default`, `ifAbsent`, `mergedOver`",
             ),
             (
                 Count::from_json(&json!({"path": "x", "default": "y"})).unwrap_err(),
                 "a default read from another path is written {path: y}",
+            ),
+            (
+                Amount::from_json(&json!({"path": "x", "ifAbsent": 1, "mergedOver": 2}))
+                    .unwrap_err(),
+                "takes one of `default`, `ifAbsent`, `mergedOver`",
+            ),
+            (
+                Name::from_json(&json!({"yamlInt": "x"})).unwrap_err(),
+                "a name cannot be a yamlInt",
+            ),
+            (
+                Count::from_json(&json!({"yamlInt": 3})).unwrap_err(),
+                "yamlInt must be a path, not the number 3",
+            ),
+            (
+                Count::from_json(&json!({"yamlInt": "x", "path": "y"})).unwrap_err(),
+                "unknown field `path`",
             ),
             (
                 Count::from_json(&json!({"max": []})).unwrap_err(),

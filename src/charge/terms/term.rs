@@ -15,16 +15,32 @@ pub enum Term<L> {
     Literal(L),
     /// The value at a path; an absent (or null) value is no term.
     Path(Path),
-    /// A fallback: when the value at `path` is empty to Helm (absent, null, `0`, `""`, `false`,
-    /// `[]`, `{}`: the chart's `p | default d`), or, with `only_absent`, only when it is
-    /// absent or null (the chart's `hasKey` / `ternary`), the value is `default`.
+    /// A fallback: when the value at `path` is unset as `unset` says, the value is `default`.
     Fallback {
         path: Path,
         default: Box<Term<L>>,
-        only_absent: bool,
+        unset: Unset,
     },
+    /// The whole number the Kubernetes YAML decoder reads from the value rendered unquoted
+    /// into an integer field (`cores: {{ .resources.cpu }}`), as [`crate::charge::yaml_scalar`]
+    /// reads it; absent, `null` and Helm-empty values (which the chart's `if` skips) read nothing.
+    YamlInt(Path),
     /// The largest of the terms that are present.
     Max(Vec<Term<L>>),
+}
+
+/// When a [`Term::Fallback`] takes its default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unset {
+    /// `{path, default}`: the value is empty to Helm (absent, null, `0`, `""`, `false`, `[]`,
+    /// `{}`: the chart's `p | default d`).
+    HelmEmpty,
+    /// `{path, ifAbsent}`: the value is absent or null (the chart's `hasKey` / `ternary`).
+    Absent,
+    /// `{path, mergedOver}`: the key is absent, the value merged over the default with Sprig's
+    /// `mergeOverwrite` (mergo 1.0.1 `WithOverride`), which writes every key it is given, even
+    /// `""`, `0`, `false` or `null`; a present key that reads nothing is refused.
+    MergeAbsent,
 }
 
 /// A whole number: a multiplier of `replicas`, or a factor of a `product`.
@@ -48,6 +64,8 @@ pub trait Literal: Sized + Clone + Ord {
     /// `v` as a literal of this kind, `None` when `v` is not written as one. In a `default`
     /// a string is a literal for quantities and names (`default: 20Gi`), not a path.
     fn literal(v: &Value, in_default: bool) -> Option<Result<Self, String>>;
+    /// A whole number as a value of this kind (`None`: the kind holds no numbers).
+    fn whole(n: u64) -> Option<Self>;
 }
 
 impl Literal for u64 {
@@ -62,6 +80,9 @@ impl Literal for u64 {
             _ => None,
         }
     }
+    fn whole(n: u64) -> Option<Self> {
+        Some(n)
+    }
 }
 
 impl Literal for Quantity {
@@ -75,6 +96,9 @@ impl Literal for Quantity {
             }
             _ => None,
         }
+    }
+    fn whole(n: u64) -> Option<Self> {
+        Some(Quantity::from_units(n))
     }
 }
 
@@ -91,6 +115,9 @@ impl Literal for String {
             }
             _ => None,
         }
+    }
+    fn whole(_: u64) -> Option<Self> {
+        None
     }
 }
 
@@ -118,23 +145,43 @@ impl<L: Literal> Term<L> {
                     .collect::<Result<_, _>>()
                     .map(Term::Max)
             }
+            Value::Object(map) if map.contains_key("yamlInt") => {
+                only(map, &["yamlInt"], what)?;
+                if L::whole(0).is_none() {
+                    return Err(format!("{what} cannot be a yamlInt"));
+                }
+                match &map["yamlInt"] {
+                    Value::String(s) => Path::parse(s).map(Term::YamlInt),
+                    other => Err(format!(
+                        "{what}: yamlInt must be a path, not {}",
+                        describe(other)
+                    )),
+                }
+            }
             Value::Object(map) => {
-                only(map, &["path", "default", "ifAbsent"], what)?;
+                only(map, &["path", "default", "ifAbsent", "mergedOver"], what)?;
                 let path = path_field(map, what)?;
-                let fallback = match (map.get("default"), map.get("ifAbsent")) {
-                    (None, None) => return Ok(Term::Path(path)),
-                    (Some(d), None) => (d, false),
-                    (None, Some(d)) => (d, true),
-                    (Some(_), Some(_)) => {
+                let given: Vec<(&Value, Unset)> = [
+                    ("default", Unset::HelmEmpty),
+                    ("ifAbsent", Unset::Absent),
+                    ("mergedOver", Unset::MergeAbsent),
+                ]
+                .into_iter()
+                .filter_map(|(key, unset)| map.get(key).map(|d| (d, unset)))
+                .collect();
+                let fallback = match given[..] {
+                    [] => return Ok(Term::Path(path)),
+                    [one] => one,
+                    _ => {
                         return Err(format!(
-                            "{what} on {path} takes `default` or `ifAbsent`, not both"
+                            "{what} on {path} takes one of `default`, `ifAbsent`, `mergedOver`"
                         ));
                     }
                 };
                 Ok(Term::Fallback {
                     path,
                     default: Box::new(Term::parse(fallback.0, true)?),
-                    only_absent: fallback.1,
+                    unset: fallback.1,
                 })
             }
             other => Err(format!(
@@ -148,7 +195,7 @@ impl<L: Literal> Term<L> {
     pub fn blame(&self) -> Option<&Path> {
         match self {
             Term::Literal(_) => None,
-            Term::Path(p) | Term::Fallback { path: p, .. } => Some(p),
+            Term::Path(p) | Term::Fallback { path: p, .. } | Term::YamlInt(p) => Some(p),
             Term::Max(terms) => terms.iter().find_map(Term::blame),
         }
     }
@@ -156,7 +203,7 @@ impl<L: Literal> Term<L> {
     pub fn paths<'a>(&'a self, into: &mut Vec<&'a Path>) {
         match self {
             Term::Literal(_) => {}
-            Term::Path(p) => into.push(p),
+            Term::Path(p) | Term::YamlInt(p) => into.push(p),
             Term::Fallback { path, default, .. } => {
                 into.push(path);
                 default.paths(into);
