@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::definition::Reservation;
+use super::definition::{Each, Reservation};
 use super::read::{
     EvalError, Place, Result, amount, count, holds, is_set, name, read_count, read_name,
     read_quantity,
@@ -27,29 +27,8 @@ pub fn evaluate(
 }
 
 fn evaluate_block(block: &Reservation, place: Place<'_>, sizing: &Sizing<'_>) -> Result<Resources> {
-    for condition in &block.when {
-        if !holds(place, condition)? {
-            return Ok(Resources::new());
-        }
-    }
-    if let Some(path) = &block.enabled_by {
-        match place.read(path)? {
-            None | Some(Value::Bool(true)) => {}
-            Some(Value::Bool(false)) => return Ok(Resources::new()),
-            Some(other) => {
-                return Err(
-                    place.error(path, format!("must be a boolean, not {}", describe(other)))
-                );
-            }
-        }
-    }
-    for path in &block.unchargeable {
-        if is_set(place.read(path)?) {
-            return Err(place.error(
-                path,
-                "reaches the chart verbatim and can change what it renders past anything this policy reads, so it cannot be charged",
-            ));
-        }
+    if !applies(block, place)? {
+        return Ok(Resources::new());
     }
     let overflow = |_: Overflow| place.here("the reservation overflows");
     let mut replicas: u64 = 1;
@@ -77,36 +56,8 @@ fn evaluate_block(block: &Reservation, place: Place<'_>, sizing: &Sizing<'_>) ->
             .map_err(overflow)?;
     }
     for each in &block.each {
-        let collection = place.cursor_at(&each.path)?;
-        let prefix = place.name_of(&each.path);
-        let mut entries = match collection.value {
-            None => Vec::new(),
-            Some(v) => collection.entries().ok_or_else(|| {
-                place.error(
-                    &each.path,
-                    format!("must be a map or a list, not {}", describe(v)),
-                )
-            })?,
-        };
-        if entries.is_empty()
-            && let Some(default) = &each.when_empty
-        {
-            entries = collection.with_value(default).entries().unwrap_or_default();
-        }
-        for (key, item) in entries {
-            let item_prefix = format!("{prefix}.{key}");
-            if let Some(v) = item.value
-                && !v.is_object()
-            {
-                return Err(EvalError {
-                    path: item_prefix.clone(),
-                    reason: format!("must be an object, not {}", describe(v)),
-                });
-            }
-            let item_place = place.item(item, &item_prefix);
-            one.add_all(&evaluate_block(&each.reservation, item_place, sizing)?)
-                .map_err(overflow)?;
-        }
+        one.add_all(&evaluate_each(each, place, sizing)?)
+            .map_err(overflow)?;
     }
     for component in &block.components {
         one.add_all(&evaluate_block(component, place, sizing)?)
@@ -114,6 +65,73 @@ fn evaluate_block(block: &Reservation, place: Place<'_>, sizing: &Sizing<'_>) ->
     }
     one.scaled(replicas)
         .map_err(|_| place.here(format!("{replicas} replicas overflow the reservation")))
+}
+
+/// Whether the block charges at all: its `when` conditions hold and its `enabledBy` switch is
+/// on; refused when a value it cannot charge (`unchargeable`) is set.
+fn applies(block: &Reservation, place: Place<'_>) -> Result<bool> {
+    for condition in &block.when {
+        if !holds(place, condition)? {
+            return Ok(false);
+        }
+    }
+    if let Some(path) = &block.enabled_by {
+        match place.read(path)? {
+            None | Some(Value::Bool(true)) => {}
+            Some(Value::Bool(false)) => return Ok(false),
+            Some(other) => {
+                return Err(
+                    place.error(path, format!("must be a boolean, not {}", describe(other)))
+                );
+            }
+        }
+    }
+    for path in &block.unchargeable {
+        if is_set(place.read(path)?) {
+            return Err(place.error(
+                path,
+                "reaches the chart verbatim and can change what it renders past anything this policy reads, so it cannot be charged",
+            ));
+        }
+    }
+    Ok(true)
+}
+
+/// An `each` block: its reservation charged once per item of the collection (or of its
+/// `whenEmpty` default when the collection is empty), each item an object.
+fn evaluate_each(each: &Each, place: Place<'_>, sizing: &Sizing<'_>) -> Result<Resources> {
+    let collection = place.cursor_at(&each.path)?;
+    let prefix = place.name_of(&each.path);
+    let mut entries = match collection.value {
+        None => Vec::new(),
+        Some(v) => collection.entries().ok_or_else(|| {
+            place.error(
+                &each.path,
+                format!("must be a map or a list, not {}", describe(v)),
+            )
+        })?,
+    };
+    if entries.is_empty()
+        && let Some(default) = &each.when_empty
+    {
+        entries = collection.with_value(default).entries().unwrap_or_default();
+    }
+    let mut all = Resources::new();
+    for (key, item) in entries {
+        let item_prefix = format!("{prefix}.{key}");
+        if let Some(v) = item.value
+            && !v.is_object()
+        {
+            return Err(EvalError {
+                path: item_prefix.clone(),
+                reason: format!("must be an object, not {}", describe(v)),
+            });
+        }
+        let item_place = place.item(item, &item_prefix);
+        all.add_all(&evaluate_block(&each.reservation, item_place, sizing)?)
+            .map_err(|_| place.here("the reservation overflows"))?;
+    }
+    Ok(all)
 }
 
 /// The size of one replica, key by key: the explicit `size`, else a cozy-lib `resources`

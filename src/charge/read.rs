@@ -493,6 +493,19 @@ mod tests {
             amount_of(json!({"max": ["a", 1]})).unwrap(),
             Some(Quantity::from_units(1))
         );
+        let cond = |v: Value| holds(top, &Condition::from_json(&v).unwrap()).unwrap();
+        assert!(cond(json!({"path": "b", "equals": 3})));
+        assert!(cond(json!({"path": "absent", "equals": null})));
+        assert!(cond(json!({"path": "c", "notEquals": 2})));
+        assert!(cond(json!({"path": "a", "set": false})));
+        assert!(cond(
+            json!({"any": [{"path": "a", "set": true}, {"path": "b", "set": true}]})
+        ));
+        assert!(!cond(json!({"not": {"path": "b", "set": true}})));
+    }
+
+    #[test]
+    fn merged_and_yaml_int_terms_read_as_the_chart_reads_them() {
         // mergeOverwrite: only an absent key takes the default; an empty one is refused.
         let merged = json!({"m": {"given": "5Gi", "zero": 0, "empty": "", "null": null, "o": {"n": null}}, "size": "2Gi"});
         let top_m = Place::top(Cursor::new(&merged, None));
@@ -534,14 +547,5 @@ mod tests {
         assert_eq!(int_of("n").unwrap(), Some(4));
         assert_eq!(int_of("absent").unwrap(), None);
         assert!(int_of("frac").unwrap_err().reason.contains("the float 2.5"));
-        let cond = |v: Value| holds(top, &Condition::from_json(&v).unwrap()).unwrap();
-        assert!(cond(json!({"path": "b", "equals": 3})));
-        assert!(cond(json!({"path": "absent", "equals": null})));
-        assert!(cond(json!({"path": "c", "notEquals": 2})));
-        assert!(cond(json!({"path": "a", "set": false})));
-        assert!(cond(
-            json!({"any": [{"path": "a", "set": true}, {"path": "b", "set": true}]})
-        ));
-        assert!(!cond(json!({"not": {"path": "b", "set": true}})));
     }
 }

@@ -129,7 +129,7 @@ mod tests {
     }
 
     #[test]
-    fn terms_read_every_documented_form() {
+    fn counts_read_every_documented_form() {
         let p = |s: &str| Path::parse(s).unwrap();
         assert_eq!(Count::from_json(&json!(3)).unwrap(), Term::Literal(3));
         assert_eq!(
@@ -166,6 +166,11 @@ mod tests {
                 Term::Path(p("minReplicas"))
             ])
         );
+    }
+
+    #[test]
+    fn amounts_and_names_read_every_documented_form() {
+        let p = |s: &str| Path::parse(s).unwrap();
         assert_eq!(
             Amount::from_json(&json!({"path": "diskSize", "default": "20Gi"})).unwrap(),
             Amount::Term(Term::Fallback {
@@ -220,6 +225,11 @@ mod tests {
                 Term::Literal(q("1"))
             ]))
         );
+    }
+
+    #[test]
+    fn paths_conditions_and_gpus_read_every_documented_form() {
+        let p = |s: &str| Path::parse(s).unwrap();
         let root = p("$.resources");
         assert!(root.from == From::Root && root.relative() == "resources");
         assert_eq!(p("^.size").from, From::Enclosing);
@@ -303,6 +313,15 @@ mod tests {
                 Amount::from_json(&json!("$.")).unwrap_err(),
                 "\"$.\" is not a dot-separated path",
             ),
+        ];
+        for (err, want) in cases {
+            assert!(err.contains(want), "{err:?} lacks {want:?}");
+        }
+    }
+
+    #[test]
+    fn malformed_conditions_and_parts_say_what_they_may_be() {
+        let cases = [
             (
                 Condition::from_json(&json!({"path": "x"})).unwrap_err(),
                 "needs exactly one of `equals`, `notEquals`, `set`",
