@@ -201,9 +201,13 @@ bench-cluster: annotated-policy.wasm
 		$(foreach m,$(BENCH_CLUSTER_MODULES),--module $(m)) --module current=$(CURDIR)/annotated-policy.wasm \
 		--json "$(BENCH_CLUSTER_DIR)/figures.json"
 
+# The admission benchmark (README, Performance). BENCH_ARGS=--fail-on-miss makes a modelled
+# target that misses exit 3 (after the report and the plot); not the default, since README
+# records misses on the reference machine and timings vary. No CI job runs it.
+BENCH_ARGS ?=
 .PHONY: bench
 bench: policy.wasm
-	cargo run --release --locked --manifest-path $(TOOLS_MANIFEST) -p bench -- --policy policy.wasm --svg docs/bench.svg
+	cargo run --release --locked --manifest-path $(TOOLS_MANIFEST) -p bench -- --policy policy.wasm --svg docs/bench.svg $(BENCH_ARGS)
 
 # The fuzz targets of fuzz/ (cargo-fuzz), each run for a bounded time by scripts/fuzz.sh.
 .PHONY: fuzz
