@@ -1,0 +1,22 @@
+//! The flags of `tenant-reservation ledger` (and `kubectl cozystack-reservations`), and the run.
+//!
+//! - [`args`]: the flags, parsed as kubectl parses its own;
+//! - [`cluster`]: the cluster and the settings the flags name;
+//! - [`run`](mod@run): the ledger, the what-if or the comparison, written as `-o` asks.
+
+mod args;
+mod cluster;
+mod run;
+
+pub use args::{DEFAULT_HOLDERS, LedgerArgs, Output, View, request_timeout};
+pub use cluster::Cluster;
+pub use run::run;
+
+/// Exit codes: the ledger was drawn, or the write fits.
+pub const OK: u8 = 0;
+/// `--what-if`: the policy refuses the write.
+pub const REFUSED: u8 = 1;
+/// Bad input, an unreadable cluster, invalid settings.
+pub const ERROR: u8 = 2;
+/// `--fail-over-budget`: a pool shown is over its budget.
+pub const OVER_BUDGET: u8 = 3;
