@@ -2,14 +2,18 @@
 //!
 //! - [`args`]: the flags, parsed as kubectl parses its own;
 //! - [`cluster`]: the cluster and the settings the flags name;
-//! - [`run`](mod@run): the ledger, the what-if or the comparison, written as `-o` asks.
+//! - [`run`](mod@run): the ledger, the what-if or the comparison, written as `-o` asks;
+//! - [`rules`]: `tenant-reservation rules`, the lists of plurals the rules and the audit
+//!   scanner's role must name.
 
 mod args;
 mod cluster;
+mod rules;
 mod run;
 
 pub use args::{DEFAULT_HOLDERS, LedgerArgs, Output, View, request_timeout};
 pub use cluster::Cluster;
+pub use rules::{RulesArgs, run_rules};
 pub use run::run;
 
 /// Exit codes: the ledger was drawn, or the write fits.
