@@ -12,8 +12,8 @@
 #
 # A real kwctl is used when scripts/find-kwctl.sh finds one ($KWCTL_REAL, `kwctl` on PATH,
 # ../shared/tools/kwctl beside the checkout; KWCTL_REAL=none for none); otherwise the host
-# tools in tools/ stand in for it: policy-annotate for `kwctl annotate` / `kwctl scaffold
-# artifacthub`, replay-runner for `kwctl run`.
+# tools in tools/ stand in for it: policy-annotate for `kwctl annotate`, replay-runner for
+# `kwctl run` (README, "The stand-ins").
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -67,13 +67,14 @@ else
 endif
 
 # artifacthub-pkg.yml as `kwctl scaffold artifacthub` writes it (a new createdAt each time).
+# Only kwctl writes it; without one, `scripts/check-versions.sh` (policy-annotate check) says
+# whether the committed file is still what kwctl would write, and what differs.
 .PHONY: artifacthub-pkg.yml
 artifacthub-pkg.yml:
 ifneq ($(KWCTL_BIN),)
 	"$(KWCTL_BIN)" scaffold artifacthub --metadata-path metadata.yml --questions-path $(QUESTIONS) --output artifacthub-pkg.yml
 else
-	$(MAKE) --no-print-directory policy-annotate
-	$(POLICY_ANNOTATE) scaffold-artifacthub --metadata-path metadata.yml --questions-path $(QUESTIONS) --output artifacthub-pkg.yml
+	@echo "artifacthub-pkg.yml: needs kwctl (KWCTL_REAL, PATH, ../shared/tools/kwctl); scripts/check-versions.sh checks the committed file without it" >&2; exit 1
 endif
 
 # Host tools, built once in release (replay-runner embeds wasmtime: the first build is slow).
