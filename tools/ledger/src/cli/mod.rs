@@ -6,6 +6,8 @@
 //! - [`rules`]: `tenant-reservation rules`, the lists of plurals the rules and the audit
 //!   scanner's role must name.
 
+use std::io::Write;
+
 mod args;
 mod cluster;
 mod rules;
@@ -24,3 +26,14 @@ pub const REFUSED: u8 = 1;
 pub const ERROR: u8 = 2;
 /// `--fail-over-budget`: a pool shown is over its budget.
 pub const OVER_BUDGET: u8 = 3;
+
+/// The exit code of a run: its own, or [`ERROR`] with the error written to `err`.
+fn exit_code(result: anyhow::Result<u8>, err: &mut dyn Write) -> u8 {
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e:#}");
+            ERROR
+        }
+    }
+}

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use tenant_reservation_policy::cluster::APPLICATION_DEFINITION;
 
-use super::{ERROR, OK, REFUSED};
+use super::{OK, REFUSED, exit_code};
 use crate::{coverage, state};
 
 #[derive(clap::Args, Debug, Clone)]
@@ -37,13 +37,8 @@ pub struct RulesArgs {
 /// Prints the resources list to `out` and, on `err`, each place that leaves a plural out.
 /// Exit code 0: every definition is covered; 1: one is not; 2: error.
 pub fn run_rules(args: &RulesArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    match rules(args, out, err) {
-        Ok(code) => code,
-        Err(e) => {
-            let _ = writeln!(err, "error: {e:#}");
-            ERROR
-        }
-    }
+    let found = rules(args, out, err);
+    exit_code(found, err)
 }
 
 fn rules(args: &RulesArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
@@ -149,7 +144,10 @@ mod tests {
     fn a_list_file_with_a_plural_the_policy_leaves_out_exits_1_naming_it() {
         let dir = tempfile::tempdir().unwrap();
         let list = dir.path().join("definitions.json");
-        let definition = |plural: &str| serde_json::json!({"kind": "ApplicationDefinition", "spec": {"application": {"plural": plural}}});
+        let definition = |plural: &str| {
+            serde_json::json!({"apiVersion": "cozystack.io/v1alpha1", "kind": "ApplicationDefinition",
+                "metadata": {"name": plural}, "spec": {"application": {"plural": plural}}})
+        };
         let items = serde_json::json!({"apiVersion": "v1", "kind": "List",
             "items": [definition("postgreses"), definition("streams")]});
         std::fs::write(&list, items.to_string()).unwrap();
@@ -157,7 +155,7 @@ mod tests {
             list,
             repository("deploy/clusteradmissionpolicy.yaml"),
         ));
-        assert_eq!(code, REFUSED);
+        assert_eq!(code, REFUSED, "{err}");
         assert_eq!(out, "resources:\n  - postgreses\n  - streams\n");
         assert!(
             err.contains("clusteradmissionpolicy.yaml rules: streams (never sent to the policy: reserves nothing)"),
@@ -175,7 +173,7 @@ mod tests {
             repository("test_data/reference/applicationdefinitions"),
             repository("deploy/audit-scanner-rbac.yaml"),
         ));
-        assert_eq!(code, ERROR);
+        assert_eq!(code, crate::cli::ERROR);
         assert!(err.contains("holds no ClusterAdmissionPolicy"), "{err}");
     }
 }

@@ -12,7 +12,7 @@ use tenant_reservation_policy::settings::Settings;
 
 use super::args::{LedgerArgs, Output};
 use super::cluster::{Cluster, choose_settings, open, uncovered_kinds};
-use super::{ERROR, OK, OVER_BUDGET, REFUSED};
+use super::{OK, OVER_BUDGET, REFUSED, exit_code};
 use crate::compare::{self, Comparison};
 use crate::settings::{self, Source};
 use crate::{table, tenant, what_if};
@@ -20,13 +20,8 @@ use crate::{table, tenant, what_if};
 /// Runs the ledger (or the what-if, or the comparison), writing the result to `out` and
 /// problems to `err`; returns the exit code.
 pub fn run(args: &LedgerArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    match draw(args, out, err) {
-        Ok(code) => code,
-        Err(e) => {
-            let _ = writeln!(err, "error: {e:#}");
-            ERROR
-        }
-    }
+    let drawn = draw(args, out, err);
+    exit_code(drawn, err)
 }
 
 fn draw(args: &LedgerArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
