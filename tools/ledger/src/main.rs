@@ -14,6 +14,9 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the ledger's flags are larger than the rules', and boxing them buys
+// nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Every pool and key: budget, carved out, reserved, available, over budget or
