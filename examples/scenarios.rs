@@ -1,7 +1,7 @@
 //! Generates the e2e scenarios of `e2e.bats` into a directory, deterministically.
 //!
 //! ```console
-//! cargo run -q --example scenarios --features fixtures -- test_data/scenarios [test_data/example]
+//! cargo run -q --example scenarios -- test_data/scenarios [test_data/example]
 //! ```
 //!
 //! Each scenario `NN-name/` gets:

@@ -10,53 +10,18 @@
 #   scripts/generate-rules.sh DEFS.json       `kubectl get applicationdefinitions -o json`
 #   scripts/generate-rules.sh DIR             every *.yaml definition in DIR
 #
-# The rules name plurals, never `*`: the audit scanner skips a rule with a wildcard.
+# The rules name plurals, never `*`: the audit scanner skips a rule with a wildcard. The
+# matching is the ledger's (`tenant-reservation rules`, tools/ledger/src/coverage.rs), the
+# same that `kubectl cozystack-reservations` warns with; cargo builds it on the first run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 src=${1:-}
-json=$(mktemp)
-trap 'rm -f "$json"' EXIT
 if [ -z "$src" ]; then
+    json=$(mktemp)
+    trap 'rm -f "$json"' EXIT
     kubectl get applicationdefinitions.cozystack.io -o json >"$json"
-elif [ -d "$src" ]; then
-    python3 -c '
-import glob, json, sys, yaml
-items = [yaml.safe_load(open(f)) for f in sorted(glob.glob(sys.argv[1] + "/*.yaml"))]
-print(json.dumps({"items": [i for i in items if i and i.get("kind") == "ApplicationDefinition"]}))' "$src" >"$json"
-else
-    cp "$src" "$json"
+    src=$json
 fi
-
-python3 - "$json" <<'PY'
-import json, re, sys
-defs = json.load(open(sys.argv[1]))["items"]
-plurals = sorted({d["spec"]["application"]["plural"] for d in defs})
-
-def listed(path, anchor):
-    text = open(path).read()
-    at = text.index(anchor)
-    block = text[at:].split("resources:", 1)[1]
-    out = []
-    for line in block.splitlines()[1:]:
-        m = re.match(r"^\s+- ([a-z0-9.-]+)\s*$", line)
-        if not m:
-            break
-        out.append(m.group(1))
-    return set(out)
-
-rules = listed("deploy/clusteradmissionpolicy.yaml", "rules:")
-rbac = listed("deploy/audit-scanner-rbac.yaml", "apiGroups: [\"apps.cozystack.io\"]")
-print("resources:")
-for p in plurals:
-    print(f"  - {p}")
-missing = False
-for where, have in (("deploy/clusteradmissionpolicy.yaml rules", rules),
-                    ("deploy/audit-scanner-rbac.yaml ClusterRole", rbac)):
-    uncovered = [p for p in plurals if p not in have]
-    if uncovered:
-        missing = True
-        print(f"not in {where}: {', '.join(uncovered)} (never sent to the policy: reserves nothing)",
-              file=sys.stderr)
-sys.exit(1 if missing else 0)
-PY
+cargo build --quiet --release --manifest-path tools/Cargo.toml -p ledger --bin tenant-reservation
+exec tools/target/release/tenant-reservation rules --definitions "$src"

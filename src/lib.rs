@@ -35,7 +35,7 @@ mod review;
 pub mod settings;
 
 pub use context::{Context, NAMESPACE_LISTS};
-pub use pool::{owned_namespace, owner_of};
+pub use pool::{owned_namespace, owner_of, tree::ROOT_NAMESPACE};
 pub use resources::Resources;
 pub use review::Verdict;
 use settings::Settings;

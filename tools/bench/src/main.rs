@@ -22,11 +22,13 @@
 //! cargo build --release --target wasm32-wasip1
 //! cargo run --release --manifest-path tools/Cargo.toml -p bench -- [--policy PATH] \
 //!     [--clusters 1000,10000,100000] [--pools 20,1000,10000] [--iterations N] [--quick] \
-//!     [--svg docs/bench.svg]
+//!     [--svg docs/bench.svg] [--fail-on-miss]
 //! ```
 //!
-//! Exits non-zero if a request is not admitted, or if the host calls of the same cluster and
-//! operation differ from one request to the next.
+//! Exits 1 if a request is not admitted, or if the host calls of the same cluster and
+//! operation differ from one request to the next; with `--fail-on-miss`, 3 if a target
+//! measured misses (no CI job runs the timed bench: `make bench` is run by hand without it,
+//! `make bench-cluster` only dumps).
 
 mod cluster;
 mod dump;
@@ -53,7 +55,7 @@ use cluster::{Defaults, Shape, Variant};
 use dump::dump;
 use host::{ApiServer, Frozen, HostModel};
 use instance::Policy;
-use measure::{Settings, measure, paired_growth};
+use measure::{Growth, Row, Settings, measure, paired_growth};
 use report::{
     cpu_model, load_average, plot_rows, print_breakdown, print_growth, print_sweeps, print_table,
 };
@@ -112,9 +114,14 @@ struct Args {
     /// Write each shape's cluster (the variant `same`) to DIR/pool-<pool>/ as the API server
     /// takes it (namespaces, HelmReleases, definitions, instance types: JSON arrays) with its
     /// CREATE and UPDATE as AdmissionReviews and the settings, for a real control plane
-    /// (scripts/bench-cluster.sh), and run nothing.
+    /// (`make bench-cluster` loads them with scripts/cluster/load.py), and run nothing.
     #[arg(long, value_name = "DIR")]
     dump: Option<PathBuf>,
+    /// Exit with 3 when a target measured misses (after the report and the plot). Not the
+    /// default: README records targets that miss on the reference machine today, and timings
+    /// vary with the machine's load.
+    #[arg(long)]
+    fail_on_miss: bool,
 }
 
 fn parse_variant(s: &str) -> Result<Variant, String> {
@@ -154,17 +161,35 @@ fn shapes(args: &Args) -> Vec<Shape> {
     out
 }
 
-fn run() -> Result<bool> {
+/// How a run ended, as the exit status says it.
+enum Outcome {
+    /// Every target measured holds, none was (`--dump`, `--native-only`), or misses are not
+    /// to fail the run.
+    Pass,
+    /// A target measured misses under `--fail-on-miss` (exit status 3).
+    Miss,
+}
+
+/// The exit status under `--fail-on-miss` when a measured target misses (1 is an error: a
+/// refusal, host calls that vary, a missing module).
+const MISS: u8 = 3;
+
+/// `--quick`: two clusters, two pools, a few requests per series.
+fn quick(args: &mut Args) {
+    args.clusters = vec![1000, 10_000];
+    args.pools = vec![20, 1000];
+    args.iterations = args.iterations.min(8);
+    args.min_iterations = args.min_iterations.min(5);
+    args.series_seconds = args.series_seconds.min(0.5);
+    args.warmup = args.warmup.min(1);
+    args.cold_runs = args.cold_runs.min(2);
+}
+
+fn run() -> Result<Outcome> {
     let wall = Instant::now();
     let mut args = Args::parse();
     if args.quick {
-        args.clusters = vec![1000, 10_000];
-        args.pools = vec![20, 1000];
-        args.iterations = args.iterations.min(8);
-        args.min_iterations = args.min_iterations.min(5);
-        args.series_seconds = args.series_seconds.min(0.5);
-        args.warmup = args.warmup.min(1);
-        args.cold_runs = args.cold_runs.min(2);
+        quick(&mut args);
     }
     let shapes = shapes(&args);
     if shapes.is_empty() || args.iterations == 0 {
@@ -175,20 +200,11 @@ fn run() -> Result<bool> {
         for &shape in shapes.iter().filter(|s| s.variant == Variant::Same) {
             dump(&cluster::generate(shape, &defaults), dir)?;
         }
-        return Ok(true);
+        return Ok(Outcome::Pass);
     }
     if args.native_only {
-        for &shape in &shapes {
-            let c = cluster::generate(shape, &defaults);
-            let api = Arc::new(ApiServer::new(c.objects.clone())?);
-            let k8s = Frozen::new(HostModel::new(api));
-            for payload in [&c.create, &c.update] {
-                for _ in 0..args.iterations {
-                    black_box(validate_payload(payload, &k8s));
-                }
-            }
-        }
-        return Ok(true);
+        native_only(&shapes, &defaults, args.iterations)?;
+        return Ok(Outcome::Pass);
     }
     let path = args.policy.clone().unwrap_or_else(default_policy);
     let wasm = std::fs::read(&path).with_context(|| {
@@ -199,16 +215,7 @@ fn run() -> Result<bool> {
     })?;
     let load_start = load_average();
     let policy = Policy::load(&wasm, args.perfmap)?;
-    let instantiate = {
-        let mut samples = Vec::new();
-        for _ in 0..30 {
-            let start = Instant::now();
-            let i = policy.instantiate(Box::new(replay_runner::NoAnswers))?;
-            samples.push(start.elapsed());
-            drop(i);
-        }
-        Summary::of(&mut samples)
-    };
+    let instantiate = instantiate_time(&policy)?;
     let settings = Settings {
         iterations: args.iterations,
         min_iterations: args.min_iterations.max(1),
@@ -216,12 +223,88 @@ fn run() -> Result<bool> {
         warmup: args.warmup,
         cold_runs: args.cold_runs,
     };
+    let (rows, sweeps) = measure_shapes(&policy, &shapes, &defaults, &settings, !args.no_sweep)?;
+    let growth = measure_growth(&policy, &shapes, &defaults, &settings)?;
 
+    println!("# tenant-reservation-policy admission benchmark\n");
+    println!(
+        "- policy: `{}`, {} bytes; compiled in {} (wasmtime, cranelift), instantiated in {} median",
+        path.display(),
+        wasm.len(),
+        Human(policy.compile),
+        Human(instantiate.median)
+    );
+    print_setup(&load_start, &settings, args.series_seconds);
+    print_table(&rows);
+    print_breakdown(&rows);
+    if !sweeps.is_empty() {
+        print_sweeps(&sweeps);
+    }
+    if !growth.is_empty() {
+        print_growth(&growth);
+    }
+    let all_hold = print_targets(&rows, &growth);
+    let load_end = load_average();
+    println!(
+        "\nLoad average at end: {load_end}. Bench wall time: {}.",
+        Human(wall.elapsed())
+    );
+    if let Some(svg) = &args.svg {
+        let subtitle = format!(
+            "guest (policy.wasm, wasmtime) + host (policy-server's reflector model), median, CREATE; {}; load {load_start} → {load_end}",
+            cpu_model()
+        );
+        std::fs::write(svg, plot_rows(&rows, &subtitle))
+            .with_context(|| format!("writing {}", svg.display()))?;
+        println!("\nPlot: `{}`.", svg.display());
+    }
+    Ok(if all_hold || !args.fail_on_miss {
+        Outcome::Pass
+    } else {
+        Outcome::Miss
+    })
+}
+
+/// `--native-only`: the native `validate_payload` on every shape, answered from memory.
+fn native_only(shapes: &[Shape], defaults: &Defaults, iterations: usize) -> Result<()> {
+    for &shape in shapes {
+        let c = cluster::generate(shape, defaults);
+        let api = Arc::new(ApiServer::new(c.objects.clone())?);
+        let k8s = Frozen::new(HostModel::new(api));
+        for payload in [&c.create, &c.update] {
+            for _ in 0..iterations {
+                black_box(validate_payload(payload, &k8s));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The time to instantiate the compiled module, over 30 instances.
+fn instantiate_time(policy: &Policy) -> Result<Summary> {
+    let mut samples = Vec::new();
+    for _ in 0..30 {
+        let start = Instant::now();
+        let i = policy.instantiate(Box::new(replay_runner::NoAnswers))?;
+        samples.push(start.elapsed());
+        drop(i);
+    }
+    Ok(Summary::of(&mut samples))
+}
+
+/// The rows of every shape, and a reflector sweep per cluster size (unless `sweeps` is false).
+fn measure_shapes(
+    policy: &Policy,
+    shapes: &[Shape],
+    defaults: &Defaults,
+    settings: &Settings,
+    sweeps: bool,
+) -> Result<(Vec<Row>, Vec<Sweep>)> {
     let mut rows = Vec::new();
-    let mut sweeps = Vec::new();
-    for &shape in &shapes {
+    let mut done: Vec<Sweep> = Vec::new();
+    for &shape in shapes {
         let build = Instant::now();
-        let c = cluster::generate(shape, &defaults);
+        let c = cluster::generate(shape, defaults);
         let api = Arc::new(ApiServer::new(c.objects.clone())?);
         eprintln!(
             "cluster {} ({} tenants, {} bounded, levels {:?}), pool {} in {} namespaces ({}), {}, CREATE in {}: generated in {}",
@@ -240,28 +323,30 @@ fn run() -> Result<bool> {
             c.create_namespace,
             Human(build.elapsed())
         );
-        if !args.no_sweep && !sweeps.iter().any(|s: &Sweep| s.cluster == shape.cluster) {
-            let s = sweep(&c, &api, &defaults);
+        if sweeps && !done.iter().any(|s| s.cluster == shape.cluster) {
+            let s = sweep(&c, &api, defaults);
             eprintln!(
                 "  sweep: {} reflectors after a write in each of {} namespaces, in {}",
                 s.reflectors.count,
                 c.tenants.len(),
                 Human(s.took)
             );
-            sweeps.push(s);
+            done.push(s);
         }
-        match measure(&policy, &c, &api, &settings) {
-            Ok(r) => rows.extend(r),
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                return Ok(false);
-            }
-        }
+        rows.extend(measure(policy, &c, &api, settings)?);
     }
+    Ok((rows, done))
+}
 
-    // The growth target, measured in pairs: each pool and variant in clusters 10x apart.
+/// The growth target, measured in pairs: each pool and variant in clusters 10x apart.
+fn measure_growth(
+    policy: &Policy,
+    shapes: &[Shape],
+    defaults: &Defaults,
+    settings: &Settings,
+) -> Result<Vec<Growth>> {
     let mut growth = Vec::new();
-    for &shape in &shapes {
+    for &shape in shapes {
         let bigger = Shape {
             cluster: shape.cluster * 10,
             ..shape
@@ -277,26 +362,16 @@ fn run() -> Result<bool> {
             bigger.cluster
         );
         let (small, big) = (
-            cluster::generate(shape, &defaults),
-            cluster::generate(bigger, &defaults),
+            cluster::generate(shape, defaults),
+            cluster::generate(bigger, defaults),
         );
-        match paired_growth(&policy, (&small, &big), &settings) {
-            Ok(g) => growth.extend(g),
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                return Ok(false);
-            }
-        }
+        growth.extend(paired_growth(policy, (&small, &big), settings)?);
     }
+    Ok(growth)
+}
 
-    println!("# tenant-reservation-policy admission benchmark\n");
-    println!(
-        "- policy: `{}`, {} bytes; compiled in {} (wasmtime, cranelift), instantiated in {} median",
-        path.display(),
-        wasm.len(),
-        Human(policy.compile),
-        Human(instantiate.median)
-    );
+/// The machine and how each series ran.
+fn print_setup(load_start: &str, settings: &Settings, series_seconds: f64) {
     println!(
         "- machine: {} ({} CPUs); load average at start {load_start}",
         cpu_model(),
@@ -306,41 +381,19 @@ fn run() -> Result<bool> {
         "- guest: the replay-runner's host engine (wapc + wasmtime-provider, epoch interruption on), one long-lived instance; host: policy-server's list calls modelled (a reflector per key, objects cloned and serialised on every call); each series {} to {} requests ({} s budget) after {} warm-up, {} cold runs",
         settings.min_iterations,
         settings.iterations,
-        args.series_seconds,
+        series_seconds,
         settings.warmup,
         settings.cold_runs
     );
-    print_table(&rows);
-    print_breakdown(&rows);
-    if !sweeps.is_empty() {
-        print_sweeps(&sweeps);
-    }
-    if !growth.is_empty() {
-        print_growth(&growth);
-    }
-    let targets = print_targets(&rows, &growth);
-    let load_end = load_average();
-    println!(
-        "\nLoad average at end: {load_end}. Bench wall time: {}.",
-        Human(wall.elapsed())
-    );
-    if let Some(svg) = &args.svg {
-        let subtitle = format!(
-            "guest (policy.wasm, wasmtime) + host (policy-server's reflector model), median, CREATE; {}; load {load_start} → {load_end}",
-            cpu_model()
-        );
-        std::fs::write(svg, plot_rows(&rows, &subtitle))
-            .with_context(|| format!("writing {}", svg.display()))?;
-        println!("\nPlot: `{}`.", svg.display());
-    }
-    let _ = targets;
-    Ok(true)
 }
 
 fn main() -> ExitCode {
     match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
+        Ok(Outcome::Pass) => ExitCode::SUCCESS,
+        Ok(Outcome::Miss) => {
+            eprintln!("a target misses (see Targets): exit status {MISS}");
+            ExitCode::from(MISS)
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE

@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
+use tenant_reservation_policy::cluster::Source;
 use tenant_reservation_policy::validate_payload;
 
 use crate::cluster::{Cluster, Shape, Variant};
-use crate::host::{self, ApiServer, Frozen, HostModel, RequestStats, Served, SharedHost, Source};
+use crate::host::{self, ApiServer, Frozen, HostModel, RequestStats, Served, SharedHost};
 use crate::instance::{Instance, Policy};
 use crate::stats::{Human, Summary};
 
@@ -46,7 +47,7 @@ pub struct Row {
     pub samples: usize,
     pub host_calls: usize,
     pub answer_bytes: usize,
-    pub by_source: BTreeMap<Source, (usize, usize)>,
+    pub by_source: BTreeMap<Option<Source>, (usize, usize)>,
     /// Reflectors the cold request opened, and what their LISTs cost the API server.
     pub opened: usize,
     pub list_bytes: usize,

@@ -1,8 +1,10 @@
 //! The markdown report's tables (the main table, the answers by lookup, the sweeps, the growth
 //! pairs), the SVG plot of the rows, and the machine's description.
 
+use tenant_reservation_policy::cluster::Source;
+
 use crate::cluster::Variant;
-use crate::host::Source;
+use crate::host::source_name;
 use crate::measure::{Growth, Op, Row, ms};
 use crate::plot;
 use crate::stats::{Bytes, Human};
@@ -59,7 +61,7 @@ pub fn print_breakdown(rows: &[Row]) {
             println!(
                 "| {} | {} | {calls} | {} |",
                 r.shape.cluster,
-                source.name(),
+                source_name(*source),
                 Bytes(*bytes)
             );
         }
@@ -87,11 +89,11 @@ pub fn print_sweeps(sweeps: &[Sweep]) {
             s.levels[2],
             s.pooled_namespaces,
             r.count,
-            n(Source::Tenant),
-            n(Source::Applications),
-            n(Source::Definitions),
-            n(Source::Schema),
-            n(Source::InstanceTypes),
+            n(Some(Source::Tenant)),
+            n(Some(Source::Applications)),
+            n(Some(Source::Definitions)),
+            n(Some(Source::Schema)),
+            n(Some(Source::InstanceTypes)),
             r.objects,
             Bytes(r.held_bytes),
             Bytes(r.list_bytes),

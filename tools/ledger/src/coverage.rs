@@ -1,22 +1,24 @@
 //! Which application kinds the deployed policy never sees. Its webhook rules name the plurals
 //! one by one (the audit scanner skips a rule with `*`), so a definition added later, say by an
 //! out-of-tree catalog, is admitted without the policy's check: its writes are never refused.
-//! The ledger names each such kind (docs/operating.md, "A kind the rules do not cover").
+//! The ledger names each such kind (docs/operating.md, "A kind the rules do not cover"), and
+//! [`rules`] gives the lists that cover every definition (`tenant-reservation rules`, which
+//! scripts/generate-rules.sh runs).
 
 use serde_json::Value;
+use tenant_reservation_policy::keys::GROUP;
 
-/// The API group of every Cozystack application.
-const GROUP: &str = "apps.cozystack.io";
+/// Whether `list` (a JSON array of strings) holds one of `wanted`.
+fn names(list: &Value, wanted: &[&str]) -> bool {
+    list.as_array().is_some_and(|items| {
+        items
+            .iter()
+            .any(|item| item.as_str().is_some_and(|s| wanted.contains(&s)))
+    })
+}
 
 /// Whether one of `policy`'s rules sends a CREATE of `plural` (in [`GROUP`]) to the policy.
 pub fn covers(policy: &Value, plural: &str) -> bool {
-    let names = |list: &Value, wanted: &[&str]| {
-        list.as_array().is_some_and(|items| {
-            items
-                .iter()
-                .any(|item| item.as_str().is_some_and(|s| wanted.contains(&s)))
-        })
-    };
     policy["spec"]["rules"].as_array().is_some_and(|rules| {
         rules.iter().any(|rule| {
             names(&rule["apiGroups"], &[GROUP, "*"])
@@ -42,6 +44,61 @@ pub fn uncovered(policy: &Value, definitions: &[Value]) -> Vec<String> {
             })
         })
         .collect()
+}
+
+/// Whether one of `role`'s rules (a ClusterRole's) lets the audit scanner list `plural` (in
+/// [`GROUP`]), as the API server's RBAC matches it.
+pub fn role_covers(role: &Value, plural: &str) -> bool {
+    role["rules"].as_array().is_some_and(|rules| {
+        rules.iter().any(|rule| {
+            names(&rule["apiGroups"], &[GROUP, "*"])
+                && names(&rule["verbs"], &["list", "*"])
+                && names(&rule["resources"], &[plural, "*"])
+        })
+    })
+}
+
+/// The plurals a cluster's definitions declare, against a policy's rules and the audit
+/// scanner's ClusterRole.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Rules {
+    /// Every plural the definitions declare, sorted, once each: the list both places name.
+    pub plurals: Vec<String>,
+    /// The plurals the policy's rules leave out.
+    pub not_in_policy: Vec<String>,
+    /// The plurals the ClusterRole leaves out.
+    pub not_in_role: Vec<String>,
+}
+
+/// The plurals of `definitions` (ApplicationDefinitions), and those `policy` (a
+/// ClusterAdmissionPolicy) and `role` (a ClusterRole) leave out.
+pub fn rules(definitions: &[Value], policy: &Value, role: &Value) -> Rules {
+    let mut plurals: Vec<String> = definitions
+        .iter()
+        .filter_map(|d| d["spec"]["application"]["plural"].as_str())
+        .map(str::to_string)
+        .collect();
+    plurals.sort();
+    plurals.dedup();
+    let left_out = |covered: &dyn Fn(&str) -> bool| -> Vec<String> {
+        plurals.iter().filter(|p| !covered(p)).cloned().collect()
+    };
+    Rules {
+        not_in_policy: left_out(&|p| covers(policy, p)),
+        not_in_role: left_out(&|p| role_covers(role, p)),
+        plurals,
+    }
+}
+
+impl Rules {
+    /// The `resources:` list to paste into both places.
+    pub fn render(&self) -> String {
+        let mut text = String::from("resources:\n");
+        for plural in &self.plurals {
+            text.push_str(&format!("  - {plural}\n"));
+        }
+        text
+    }
 }
 
 #[cfg(test)]
@@ -130,5 +187,45 @@ mod tests {
                 "ApplicationDefinition streams: the rules of ClusterAdmissionPolicy tenant-reservation do not name streams, so its writes are admitted unchecked; add streams to spec.rules[0].resources and to the audit scanner's ClusterRole (scripts/generate-rules.sh prints both lists)"
             ]
         );
+    }
+
+    #[rstest]
+    #[case::named(json!({"apiGroups": ["apps.cozystack.io"], "resources": ["postgreses"], "verbs": ["get", "list"]}), true)]
+    #[case::wildcards(json!({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}), true)]
+    #[case::not_named(json!({"apiGroups": ["apps.cozystack.io"], "resources": ["buckets"], "verbs": ["list"]}), false)]
+    #[case::get_only(json!({"apiGroups": ["apps.cozystack.io"], "resources": ["postgreses"], "verbs": ["get"]}), false)]
+    #[case::another_group(json!({"apiGroups": ["cozystack.io"], "resources": ["postgreses"], "verbs": ["list"]}), false)]
+    fn a_role_covers_a_plural_when_it_may_list_it(#[case] one: Value, #[case] expected: bool) {
+        assert_eq!(
+            role_covers(&json!({"rules": [one]}), "postgreses"),
+            expected
+        );
+    }
+
+    #[test]
+    fn the_rules_list_every_plural_once_and_name_each_place_that_leaves_one_out() {
+        let definition = |plural: &str| json!({"spec": {"application": {"plural": plural}}});
+        let definitions = [
+            definition("streams"),
+            definition("buckets"),
+            definition("streams"),
+            json!({"metadata": {"name": "broken"}}),
+        ];
+        let shipped = policy(json!([rule(
+            &["apps.cozystack.io"],
+            &["CREATE", "UPDATE"],
+            &["buckets", "streams"]
+        )]));
+        let role = json!({"rules": [{"apiGroups": ["apps.cozystack.io"], "resources": ["buckets"], "verbs": ["list"]}]});
+        let found = rules(&definitions, &shipped, &role);
+        assert_eq!(
+            found,
+            Rules {
+                plurals: vec!["buckets".into(), "streams".into()],
+                not_in_policy: vec![],
+                not_in_role: vec!["streams".into()],
+            }
+        );
+        assert_eq!(found.render(), "resources:\n  - buckets\n  - streams\n");
     }
 }

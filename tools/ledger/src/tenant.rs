@@ -22,7 +22,7 @@ use tenant_reservation_policy::cluster::{APPLICATION_DEFINITION, HELM_RELEASE, I
 use tenant_reservation_policy::keys::{
     APPLICATIONS_API, GROUP, GROUP_LABEL, KIND_LABEL, NAME_LABEL, TENANT_KIND,
 };
-use tenant_reservation_policy::{owned_namespace, owner_of};
+use tenant_reservation_policy::{ROOT_NAMESPACE, owned_namespace, owner_of};
 
 use crate::live::{ListError, Live};
 use crate::state::Stored;
@@ -32,8 +32,6 @@ const TENANT_PREFIX: &str = "tenant-";
 /// The ResourceQuota the tenant chart renders from a Tenant's `resourceQuotas`
 /// (`charts/tenant/templates/quota.yaml`).
 pub const QUOTA: &str = "tenant-quota";
-/// The root tenant's namespace, and its release.
-const ROOT: &str = "tenant-root";
 
 /// One tenant's pools as its roles read them.
 pub struct TenantView {
@@ -115,7 +113,7 @@ pub fn read(live: &Live, namespace: &str) -> Result<TenantView> {
                     .unwrap_or_default()
                     .to_string();
                 if kind == TENANT_KIND {
-                    if ns == ROOT && name == "root" {
+                    if ns == ROOT_NAMESPACE && name == "root" {
                         // The root tenant itself, already stood in for from its quota.
                         continue;
                     }
@@ -149,7 +147,7 @@ fn ancestry(namespace: &str) -> Option<Vec<(String, String)>> {
     let mut owned = namespace.to_string();
     loop {
         let (parent, name) = owner_of(&owned)?;
-        let at_root = owned == ROOT;
+        let at_root = owned == ROOT_NAMESPACE;
         chain.push((parent.clone(), name));
         if at_root {
             break;
@@ -214,8 +212,8 @@ fn release(kind: &str, namespace: &str, name: &str, app: &Value) -> Value {
     labels.insert(NAME_LABEL.into(), name.into());
     let release_name = if kind != TENANT_KIND {
         name.to_string()
-    } else if namespace == ROOT && name == "root" {
-        ROOT.to_string()
+    } else if namespace == ROOT_NAMESPACE && name == "root" {
+        ROOT_NAMESPACE.to_string()
     } else {
         format!("{TENANT_PREFIX}{name}")
     };

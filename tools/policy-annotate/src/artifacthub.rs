@@ -155,12 +155,6 @@ pub fn install_text_kwctl_1_35(oci_ref: &str) -> String {
     install_text_with_link(oci_ref, "[`kwctl`](https://github.com/kubewarden/kwctl)")
 }
 
-/// Whether that kwctl release writes [`install_text`] (1.36.0-beta.1 on) rather than
-/// [`install_text_kwctl_1_35`].
-pub fn kwctl_writes_new_install_text(kwctl: &semver::Version) -> bool {
-    *kwctl >= semver::Version::parse("1.36.0-beta.1").expect("a version")
-}
-
 fn install_text_with_link(oci_ref: &str, kwctl_link: &str) -> String {
     format!(
         "The policy can be obtained using {kwctl_link}:\n```console\nkwctl pull {oci_ref}\n```\nThen, generate the policy manifest and tune it to your liking. For example:\n```console\nkwctl scaffold manifest -t ClusterAdmissionPolicy registry://{oci_ref}\n```\n"
@@ -316,44 +310,6 @@ pub fn render(pkg: &ArtifactHubPkg) -> String {
     )
 }
 
-/// Now, in kwctl's `createdAt` form (RFC 3339, UTC, nanoseconds).
-pub fn now_rfc3339() -> String {
-    let since = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock after 1970");
-    rfc3339(since.as_secs() as i64, since.subsec_nanos())
-}
-
-/// Seconds since the epoch as `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, the fraction without trailing
-/// zeros as the `time` crate prints it.
-pub fn rfc3339(secs: i64, nanos: u32) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Howard Hinnant's days-to-civil.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let mut out = format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    );
-    if nanos > 0 {
-        let frac = format!("{nanos:09}");
-        out.push('.');
-        out.push_str(frac.trim_end_matches('0'));
-    }
-    out.push('Z');
-    out
-}
-
 /// `YYYY-MM-DDTHH:MM:SS[.digits]Z` (or with a numeric offset).
 pub fn rfc3339_shape(s: &str) -> bool {
     let b = s.as_bytes();
@@ -401,16 +357,6 @@ mod tests {
     }
 
     #[test]
-    fn dates() {
-        assert_eq!(rfc3339(0, 0), "1970-01-01T00:00:00Z");
-        assert_eq!(
-            rfc3339(1_767_951_101, 519_341_089),
-            "2026-01-09T09:31:41.519341089Z"
-        );
-        assert_eq!(rfc3339(951_782_400, 500_000_000), "2000-02-29T00:00:00.5Z");
-    }
-
-    #[test]
     fn authors() {
         assert_eq!(
             maintainers("Kubewarden developers <cncf-kubewarden-maintainers@lists.cncf.io>")
@@ -437,10 +383,5 @@ mod tests {
         assert!(install_text_kwctl_1_35(r).starts_with(
             "The policy can be obtained using [`kwctl`](https://github.com/kubewarden/kwctl):\n"
         ));
-        let v = |s: &str| semver::Version::parse(s).unwrap();
-        assert!(!kwctl_writes_new_install_text(&v("1.35.0")));
-        assert!(!kwctl_writes_new_install_text(&v("1.36.0-alpha")));
-        assert!(kwctl_writes_new_install_text(&v("1.36.0-beta.1")));
-        assert!(kwctl_writes_new_install_text(&v("1.36.0")));
     }
 }

@@ -4,10 +4,11 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
-use policy_annotate::{artifacthub, check, metadata::Metadata, wasm};
+use policy_annotate::{check, wasm};
 
-/// Kubewarden release helper: `kwctl annotate` and `kwctl scaffold artifacthub` without kwctl,
-/// and a drift check over Cargo.toml, metadata.yml, artifacthub-pkg.yml and the manifest.
+/// Kubewarden release helper: `kwctl annotate` where there is no kwctl (without claiming to be
+/// kwctl), the embedded metadata, and a drift check over Cargo.toml, metadata.yml,
+/// artifacthub-pkg.yml and the manifest.
 #[derive(Parser)]
 #[command(name = "policy-annotate", version)]
 struct Cli {
@@ -28,10 +29,6 @@ enum Command {
         /// Output file
         #[arg(short = 'o', long = "output-path", value_name = "PATH")]
         output_path: PathBuf,
-        /// Also record `io.kubewarden.kwctl: VERSION`, as kwctl VERSION does, to reproduce its
-        /// output byte for byte. Without it the module does not claim kwctl annotated it.
-        #[arg(long, value_name = "VERSION")]
-        kwctl_version: Option<String>,
         /// Path to WebAssembly module to be annotated
         wasm_path: PathBuf,
     },
@@ -41,29 +38,6 @@ enum Command {
         #[arg(long)]
         raw: bool,
         wasm_path: PathBuf,
-    },
-    /// Write artifacthub-pkg.yml as `kwctl scaffold artifacthub` does.
-    ScaffoldArtifacthub {
-        #[arg(
-            short = 'm',
-            long = "metadata-path",
-            value_name = "PATH",
-            default_value = "metadata.yml"
-        )]
-        metadata_path: PathBuf,
-        /// File containing the questions-ui content of the policy
-        #[arg(long = "questions-path", value_name = "PATH")]
-        questions_path: Option<PathBuf>,
-        /// createdAt to write (RFC 3339); defaults to now. Pass the old value to keep a file stable.
-        #[arg(long, value_name = "TIME")]
-        created_at: Option<String>,
-        /// Write what that kwctl release writes: before 1.36.0-beta.1 the install text links kwctl
-        /// differently. Without it, the newest form.
-        #[arg(long, value_name = "VERSION")]
-        kwctl_version: Option<String>,
-        /// Output file (stdout if not given)
-        #[arg(short = 'o', long = "output", value_name = "PATH")]
-        output: Option<PathBuf>,
     },
     /// Fail when versions, rules or context-aware resources drift between the release files.
     Check {
@@ -94,7 +68,6 @@ fn run(cli: Cli) -> Result<bool> {
             metadata_path,
             usage_path,
             output_path,
-            kwctl_version,
             wasm_path,
         } => {
             let module = std::fs::read(&wasm_path)
@@ -102,7 +75,6 @@ fn run(cli: Cli) -> Result<bool> {
             let yaml = read(&metadata_path)?;
             let opts = wasm::AnnotateOptions {
                 usage: usage_path.as_deref().map(read).transpose()?,
-                kwctl_version,
             };
             let facts = wasm::module_facts(&module)?;
             if facts.metadata_sections > 0 {
@@ -137,39 +109,6 @@ fn run(cli: Cli) -> Result<bool> {
             } else {
                 let value: serde_json::Value = serde_json::from_slice(first)?;
                 println!("{}", serde_json::to_string_pretty(&value)?);
-            }
-            Ok(true)
-        }
-        Command::ScaffoldArtifacthub {
-            metadata_path,
-            questions_path,
-            created_at,
-            kwctl_version,
-            output,
-        } => {
-            let metadata =
-                Metadata::from_yaml(&read(&metadata_path)?).map_err(anyhow::Error::msg)?;
-            let questions = questions_path.as_deref().map(read).transpose()?;
-            let created_at = created_at.unwrap_or_else(artifacthub::now_rfc3339);
-            let (mut pkg, warnings) =
-                artifacthub::scaffold(&metadata, &created_at, questions.as_deref())?;
-            if let Some(v) = kwctl_version {
-                let v = semver::Version::parse(v.trim_start_matches('v'))
-                    .with_context(|| format!("--kwctl-version {v:?} is not a version"))?;
-                if !artifacthub::kwctl_writes_new_install_text(&v)
-                    && let Some(image) = pkg.containers_images.iter().flatten().next()
-                {
-                    pkg.install = Some(artifacthub::install_text_kwctl_1_35(&image.image));
-                }
-            }
-            for w in warnings {
-                eprintln!("warning: {w}");
-            }
-            let text = artifacthub::render(&pkg);
-            match output {
-                Some(path) => std::fs::write(&path, text)
-                    .with_context(|| format!("cannot write {}", path.display()))?,
-                None => print!("{text}"),
             }
             Ok(true)
         }

@@ -10,9 +10,9 @@
 //!   `protocol_version` waPC function. This tool has no Wasm runtime: it checks that the module
 //!   is a waPC guest (exports `__guest_call`) that registers a `protocol_version` function (the
 //!   name is in its data), and records `v1`, the only valid version any Kubewarden SDK returns.
-//! * kwctl always adds `io.kubewarden.kwctl: <its version>`. This tool adds that annotation only
-//!   when asked to (`--kwctl-version`), to reproduce a given kwctl's output exactly; otherwise the
-//!   module does not claim to have been annotated by kwctl.
+//! * kwctl always adds `io.kubewarden.kwctl: <its version>`. This tool never does (and drops one
+//!   metadata.yml carries): the module does not claim to have been annotated by kwctl (scripts/check-kwctl-parity.sh compares the
+//!   two modulo that annotation).
 //! * kwctl run on an already annotated module keeps the old section and appends a second one, and
 //!   readers (policy-evaluator's `Metadata::from_contents`) take the first, i.e. the stale one.
 //!   This tool drops earlier `io.kubewarden.metadata` sections first, so re-annotating works.
@@ -110,13 +110,11 @@ pub fn protocol_version(facts: &ModuleFacts, mode: ExecutionMode) -> Result<Prot
     }
 }
 
-/// Options matching `kwctl annotate`'s flags, plus the kwctl version to record, if any.
+/// Options matching `kwctl annotate`'s flags.
 #[derive(Debug, Clone, Default)]
 pub struct AnnotateOptions {
     /// Text of `--usage-path`, stored as `io.kubewarden.policy.usage`.
     pub usage: Option<String>,
-    /// Record `io.kubewarden.kwctl: <this>` as kwctl of that version would.
-    pub kwctl_version: Option<String>,
 }
 
 /// The metadata kwctl would embed: parsed, protocol version filled in, annotations added,
@@ -130,9 +128,8 @@ pub fn prepare_metadata(
     let facts = module_facts(wasm)?;
     metadata.protocol_version = Some(protocol_version(&facts, metadata.execution_mode)?);
     let mut annotations = metadata.annotations.take().unwrap_or_default();
-    if let Some(v) = &opts.kwctl_version {
-        annotations.insert(ANNOTATION_KWCTL_VERSION.to_string(), v.clone());
-    }
+    // Only kwctl says kwctl annotated a module, even when metadata.yml says it did.
+    annotations.remove(ANNOTATION_KWCTL_VERSION);
     if let Some(usage) = &opts.usage {
         annotations.insert(ANNOTATION_USAGE.to_string(), usage.clone());
     }

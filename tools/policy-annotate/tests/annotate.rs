@@ -96,7 +96,6 @@ fn the_section_round_trips_in_kwctls_json_layout() {
     let input = policy_module();
     let opts = AnnotateOptions {
         usage: Some("use it".into()),
-        kwctl_version: Some("1.35.0".into()),
     };
     let expected = wasm::prepare_metadata(&input, METADATA, &opts).unwrap();
     let out = wasm::annotate(&input, &expected).unwrap();
@@ -108,7 +107,7 @@ fn the_section_round_trips_in_kwctls_json_layout() {
         String::from_utf8(sections[0].clone()).unwrap(),
         concat!(
             r#"{"protocolVersion":"v1","rules":[{"apiGroups":["apps.cozystack.io"],"apiVersions":["v1alpha1"],"resources":["*"],"operations":["CREATE","UPDATE"]}],"#,
-            r#""annotations":{"io.kubewarden.kwctl":"1.35.0","io.kubewarden.policy.title":"demo","io.kubewarden.policy.usage":"use it","io.kubewarden.policy.version":"0.1.0"},"#,
+            r#""annotations":{"io.kubewarden.policy.title":"demo","io.kubewarden.policy.usage":"use it","io.kubewarden.policy.version":"0.1.0"},"#,
             r#""mutating":false,"backgroundAudit":true,"executionMode":"kubewarden-wapc","policyType":"kubernetes","#,
             r#""contextAwareResources":[{"apiVersion":"cozystack.io/v1alpha1","kind":"ApplicationDefinition"},{"apiVersion":"instancetype.kubevirt.io/v1beta1","kind":"VirtualMachineClusterInstancetype"}]}"#
         )
@@ -131,12 +130,21 @@ fn the_section_round_trips_in_kwctls_json_layout() {
 }
 
 #[test]
-fn without_kwctl_version_the_module_does_not_claim_kwctl() {
+fn the_module_never_claims_kwctl_annotated_it() {
     let input = policy_module();
     let m = wasm::prepare_metadata(&input, METADATA, &AnnotateOptions::default()).unwrap();
     let annotations = m.annotations.unwrap();
     assert!(!annotations.contains_key("io.kubewarden.kwctl"));
     assert!(!annotations.contains_key("io.kubewarden.policy.usage"));
+    // Not even when metadata.yml names a kwctl.
+    let claiming = METADATA.replace(
+        "annotations:\n",
+        "annotations:\n  io.kubewarden.kwctl: 1.36.0\n",
+    );
+    let m = wasm::prepare_metadata(&input, &claiming, &AnnotateOptions::default()).unwrap();
+    let annotations = m.annotations.unwrap();
+    assert!(!annotations.contains_key("io.kubewarden.kwctl"));
+    assert_eq!(annotations["io.kubewarden.policy.title"], "demo");
 }
 
 #[test]

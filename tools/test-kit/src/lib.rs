@@ -14,7 +14,9 @@ use std::sync::OnceLock;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use tenant_reservation_policy::keys::{GROUP_LABEL, KIND_LABEL, NAME_LABEL, TENANT_MODULE_LABEL};
+use tenant_reservation_policy::keys::{
+    GROUP, GROUP_LABEL, KIND_LABEL, NAME_LABEL, TENANT_MODULE_LABEL,
+};
 
 const DEFINITIONS: &[&str] = &[
     include_str!("../../../test_data/reference/applicationdefinitions/bootbox.yaml"),
@@ -160,7 +162,7 @@ pub fn release(
     label: Option<&str>,
     values: Value,
 ) -> Value {
-    let mut labels = json!({KIND_LABEL: kind, GROUP_LABEL: "apps.cozystack.io"});
+    let mut labels = json!({KIND_LABEL: kind, GROUP_LABEL: GROUP});
     if let Some(name) = label {
         labels[NAME_LABEL] = json!(name);
     }
@@ -296,8 +298,8 @@ pub fn payload(
     };
     let mut request = json!({
         "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
-        "kind": {"group": "apps.cozystack.io", "version": "v1alpha1", "kind": kind},
-        "resource": {"group": "apps.cozystack.io", "version": "v1alpha1", "resource": format!("{}s", kind.to_lowercase())},
+        "kind": {"group": GROUP, "version": "v1alpha1", "kind": kind},
+        "resource": {"group": GROUP, "version": "v1alpha1", "resource": format!("{}s", kind.to_lowercase())},
         "name": name,
         "namespace": namespace,
         "operation": operation,

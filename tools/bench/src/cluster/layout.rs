@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
+use tenant_reservation_policy::owned_namespace;
 
 use super::{APPS_PER_TENANT, POOL_TENANT, ROOT_NAMESPACE, Role, Shape, TenantSpec};
 
@@ -38,11 +39,7 @@ impl Layout {
     fn add(&mut self, parent: usize, name: String, bounded: bool, role: Role) -> usize {
         let p = &self.tenants[parent];
         let (namespace, level) = (p.owns.clone(), p.level + 1);
-        let owns = if namespace == ROOT_NAMESPACE {
-            format!("tenant-{name}")
-        } else {
-            format!("{namespace}-{name}")
-        };
+        let owns = owned_namespace(&name, &namespace);
         self.tenants.push(TenantSpec {
             name,
             namespace,

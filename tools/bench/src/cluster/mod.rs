@@ -45,7 +45,7 @@ pub const POOL_NAMESPACE: &str = "tenant-pool";
 /// The bounded sub-tenant beside the pool's members: a carve-out.
 #[cfg(test)]
 pub const CARVE_OUT_NAMESPACE: &str = "tenant-pool-carve";
-pub const ROOT_NAMESPACE: &str = "tenant-root";
+pub use tenant_reservation_policy::ROOT_NAMESPACE;
 
 /// The request subject: a VMInstance.
 pub const SUBJECT_KIND: &str = "VMInstance";

@@ -30,45 +30,34 @@ use host_sim::{FieldMask, ListQuery, QueryError, strip_for_list};
 use replay_runner::{Answer, Answerer, KubernetesCall};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tenant_reservation_policy::cluster::{Kubernetes, Lookup};
+use tenant_reservation_policy::cluster::{Kubernetes, Lookup, Source};
 
 pub use api_server::{ApiServer, PAGE_SIZE};
 
-/// What a reflector's key reads, for the reflector counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Source {
-    Definitions,
-    Schema,
-    Tenant,
-    Applications,
-    InstanceTypes,
-    Other,
+/// What a reflector's key reads, for the reflector counts: the policy's own [`Source`] of the
+/// lookup that lists it (the schemas are the definitions' list with other masks: another
+/// reflector); `None` for a list no lookup makes.
+pub fn source_of(query: &ListQuery, masks: Option<&BTreeSet<String>>) -> Option<Source> {
+    let schemas = masks.is_some_and(|m| m.contains("spec.application.openAPISchema"));
+    match (query.kind.as_str(), query.field_selector.is_some()) {
+        ("ApplicationDefinition", _) if schemas => Some(Source::Schema),
+        ("ApplicationDefinition", _) => Some(Source::Definitions),
+        ("HelmRelease", true) => Some(Source::Tenant),
+        ("HelmRelease", false) if query.namespace.is_some() => Some(Source::Applications),
+        ("VirtualMachineClusterInstancetype", _) => Some(Source::InstanceTypes),
+        _ => None,
+    }
 }
 
-impl Source {
-    /// The source of a list, by its query and masks (the schemas are the definitions' list
-    /// with other masks: another reflector).
-    pub fn of(query: &ListQuery, masks: Option<&BTreeSet<String>>) -> Source {
-        let schemas = masks.is_some_and(|m| m.contains("spec.application.openAPISchema"));
-        match (query.kind.as_str(), query.field_selector.is_some()) {
-            ("ApplicationDefinition", _) if schemas => Source::Schema,
-            ("ApplicationDefinition", _) => Source::Definitions,
-            ("HelmRelease", true) => Source::Tenant,
-            ("HelmRelease", false) if query.namespace.is_some() => Source::Applications,
-            ("VirtualMachineClusterInstancetype", _) => Source::InstanceTypes,
-            _ => Source::Other,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Source::Definitions => "definitions (all, no schemas)",
-            Source::Schema => "the definitions' schemas (all)",
-            Source::Tenant => "a tenant above (by name)",
-            Source::Applications => "a namespace's applications",
-            Source::InstanceTypes => "instance types (all)",
-            Source::Other => "other",
-        }
+/// How the report names what a list reads.
+pub fn source_name(source: Option<Source>) -> &'static str {
+    match source {
+        Some(Source::Definitions) => "definitions (all, no schemas)",
+        Some(Source::Schema) => "the definitions' schemas (all)",
+        Some(Source::Tenant) => "a tenant above (by name)",
+        Some(Source::Applications) => "a namespace's applications",
+        Some(Source::InstanceTypes) => "instance types (all)",
+        None => "other",
     }
 }
 
@@ -111,14 +100,14 @@ pub struct RequestStats {
     /// The keys asked and the answers' sizes, in order, hashed: equal for equal calls.
     pub fingerprint: u64,
     /// Answer bytes by what each call read.
-    pub by_source: BTreeMap<Source, (usize, usize)>,
+    pub by_source: BTreeMap<Option<Source>, (usize, usize)>,
 }
 
 /// The reflectors of one policy-server replica, over its lifetime.
 #[derive(Clone, Debug, Default)]
 pub struct Reflectors {
     pub count: usize,
-    pub by_source: BTreeMap<Source, usize>,
+    pub by_source: BTreeMap<Option<Source>, usize>,
     pub objects: usize,
     pub list_bytes: usize,
     pub list_pages: usize,
@@ -210,7 +199,7 @@ impl HostModel {
                 self.request.list_pages += opened.list_pages;
                 let l = &mut self.lifetime;
                 l.count += 1;
-                *l.by_source.entry(Source::of(query, masks)).or_default() += 1;
+                *l.by_source.entry(source_of(query, masks)).or_default() += 1;
                 l.objects += opened.objects;
                 l.list_bytes += opened.list_bytes;
                 l.list_pages += opened.list_pages;
@@ -236,7 +225,7 @@ impl HostModel {
         let source = self
             .request
             .by_source
-            .entry(Source::of(query, masks))
+            .entry(source_of(query, masks))
             .or_default();
         source.0 += 1;
         source.1 += bytes.len();

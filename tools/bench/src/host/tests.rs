@@ -37,7 +37,7 @@ fn one_reflector_per_key_opened_once_masks_applied_when_opened() {
     });
     host.serve(&b, Some(&masks)).unwrap();
     assert_eq!(host.reflectors().count, 3);
-    assert_eq!(host.reflectors().by_source[&Source::Applications], 3);
+    assert_eq!(host.reflectors().by_source[&Some(Source::Applications)], 3);
 
     let list: Value = serde_json::from_slice(&first).unwrap();
     assert_eq!(list["kind"], "HelmReleaseList");
@@ -84,8 +84,8 @@ fn answers_are_host_sims_items_and_selectors_are_the_api_servers() {
     }
     let tenants = host.reflectors();
     assert_eq!(tenants.count, 4);
-    assert_eq!(tenants.by_source[&Source::Tenant], 1);
-    assert_eq!(tenants.by_source[&Source::Schema], 1);
+    assert_eq!(tenants.by_source[&Some(Source::Tenant)], 1);
+    assert_eq!(tenants.by_source[&Some(Source::Schema)], 1);
 }
 
 #[test]
