@@ -299,27 +299,40 @@ impl<'k> Context<'k> {
     /// applications of its kind with the same values).
     fn stored_charge(&self, app: &Application) -> Charge {
         let values = app.values.as_ref().map_or("", |v| v.get());
-        if let Some(known) = self
-            .charges
-            .borrow()
-            .get(&*app.kind)
-            .and_then(|by_values| by_values.get(values))
-        {
-            return known.clone();
-        }
-        let charge = self.governing(&app.kind).and_then(|g| {
+        self.cached_charge(&app.kind, values, || {
             let parsed: Value = match &app.values {
                 Some(raw) => serde_json::from_str(raw.get())
                     .map_err(|e| ChargeError::ValuesNotJson(e.to_string()))?,
                 None => Value::Null,
             };
-            self.charge(&g, &app.kind, &parsed)
-        });
+            Ok(parsed)
+        })
+    }
+
+    /// The charge of `kind` at the values whose text is `text`, computed once per request
+    /// (`values` parses them on first use): a charge depends on nothing else.
+    fn cached_charge(
+        &self,
+        kind: &str,
+        text: &str,
+        values: impl FnOnce() -> Result<Value, ChargeError>,
+    ) -> Charge {
+        if let Some(known) = self
+            .charges
+            .borrow()
+            .get(kind)
+            .and_then(|by_values| by_values.get(text))
+        {
+            return known.clone();
+        }
+        let charge = self
+            .governing(kind)
+            .and_then(|g| self.charge(&g, kind, &values()?));
         self.charges
             .borrow_mut()
-            .entry(app.kind.clone())
+            .entry(kind.into())
             .or_default()
-            .insert(values.into(), charge.clone());
+            .insert(text.into(), charge.clone());
         charge
     }
 
@@ -337,24 +350,7 @@ impl<'k> Context<'k> {
 
     /// What one module of `kind` with `values` reserves (evaluated once per request).
     fn module_charge(&self, kind: &str, values: &Value) -> Charge {
-        let key = values.to_string();
-        if let Some(known) = self
-            .charges
-            .borrow()
-            .get(kind)
-            .and_then(|by_values| by_values.get(key.as_str()))
-        {
-            return known.clone();
-        }
-        let charge = self
-            .governing(kind)
-            .and_then(|g| self.charge(&g, kind, values));
-        self.charges
-            .borrow_mut()
-            .entry(kind.into())
-            .or_default()
-            .insert(key.into(), charge.clone());
-        charge
+        self.cached_charge(kind, &values.to_string(), || Ok(values.clone()))
     }
 
     /// [`Context::usage`], added to `usage` (which says how many largest holders it keeps).
