@@ -81,18 +81,13 @@ else
 	@echo "artifacthub-pkg.yml: needs kwctl (KWCTL_REAL, PATH, ../shared/tools/kwctl); scripts/check-versions.sh checks the committed file without it" >&2; exit 1
 endif
 
-# Host tools, built once in release (replay-runner embeds wasmtime: the first build is slow).
-.PHONY: policy-annotate
-policy-annotate:
-	cargo build --release --manifest-path $(TOOLS_MANIFEST) -p policy-annotate
-
-.PHONY: replay-runner
-replay-runner:
-	cargo build --release --manifest-path $(TOOLS_MANIFEST) -p replay-runner
-
-.PHONY: tools
+# Host tools, built once in release (replay-runner embeds wasmtime: the first build is slow),
+# every member at once so that they and `make test` share one build of their dependencies
+# (scripts/build-tools.sh says why).
+.PHONY: tools policy-annotate replay-runner
 tools:
-	cargo build --release --manifest-path $(TOOLS_MANIFEST) -p policy-annotate -p replay-runner
+	bash scripts/build-tools.sh
+policy-annotate replay-runner: tools
 
 # `kwctl run` has no --cluster-state (it replays recorded sessions instead), so the example
 # always runs on the replay-runner; EXAMPLE_RUNNER overrides it.
@@ -113,7 +108,7 @@ run-example: annotated-policy.wasm
 LEDGER := $(TOOLS_BIN)/tenant-reservation
 .PHONY: ledger
 ledger:
-	cargo build --release --manifest-path $(TOOLS_MANIFEST) -p ledger
+	bash scripts/build-tools.sh
 	$(LEDGER) ledger --state $(EXAMPLE_DIR)/cluster.yaml \
 		$(if $(wildcard $(EXAMPLE_DIR)/settings.json),--settings $(EXAMPLE_DIR)/settings.json)
 
@@ -133,12 +128,13 @@ lint: wasm-target
 	cargo clippy --locked --target wasm32-wasip1 --lib -- -D warnings
 	cargo clippy --manifest-path $(TOOLS_MANIFEST) --workspace --all-targets -- -D warnings
 
-# Tools tests run in release so they share the release build of wasmtime with the binaries.
+# Tools tests run in release so they share the release build of wasmtime with the binaries
+# (scripts/build-tools.sh selects the same packages and targets).
 # replay-runner's tests build policy.wasm themselves, hence the wasm32-wasip1 target.
 .PHONY: test
 test: wasm-target
 	cargo test --locked
-	cargo test --release --manifest-path $(TOOLS_MANIFEST) --workspace
+	cargo test --release --locked --manifest-path $(TOOLS_MANIFEST) --workspace
 
 # bad-inputs.bats answers lookups from a cluster state, a replay-runner feature, so it always
 # runs on the stand-in.
@@ -219,7 +215,7 @@ BENCH_CLUSTER_DIR ?= $(or $(TMPDIR),/tmp)/bench-cluster
 BENCH_CLUSTER_MODULES ?=
 .PHONY: bench-cluster
 bench-cluster: annotated-policy.wasm
-	cargo build --release --locked --manifest-path $(TOOLS_MANIFEST) -p bench
+	bash scripts/build-tools.sh
 	rm -rf "$(BENCH_CLUSTER_DIR)/dump"
 	$(TOOLS_BIN)/bench --dump "$(BENCH_CLUSTER_DIR)/dump" --clusters 1000 --pools 20,1000 --variants same
 	$(TOOLS_BIN)/bench --dump "$(BENCH_CLUSTER_DIR)/dump" --clusters 10000 --pools 10000 --variants same
@@ -233,7 +229,8 @@ bench-cluster: annotated-policy.wasm
 BENCH_ARGS ?=
 .PHONY: bench
 bench: policy.wasm
-	cargo run --release --locked --manifest-path $(TOOLS_MANIFEST) -p bench -- --policy policy.wasm --svg docs/bench.svg $(BENCH_ARGS)
+	bash scripts/build-tools.sh
+	$(TOOLS_BIN)/bench --policy policy.wasm --svg docs/bench.svg $(BENCH_ARGS)
 
 # The fuzz targets of fuzz/ (cargo-fuzz), each run for a bounded time by scripts/fuzz.sh.
 .PHONY: fuzz

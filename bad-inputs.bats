@@ -5,7 +5,7 @@
 # same table natively and checks that every row has a test here.
 #
 #   KWCTL   the runner (default: kwctl; the stand-in is tools/replay-runner, built with
-#           cargo build --release --manifest-path tools/Cargo.toml -p replay-runner)
+#           make replay-runner)
 #   POLICY  the policy module (default: target/wasm32-wasip1/release/tenant_reservation_policy.wasm)
 
 bats_require_minimum_version 1.5.0

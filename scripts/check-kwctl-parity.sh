@@ -20,7 +20,7 @@ source "$root/scripts/portable.sh"
 kwctl=$(bash scripts/find-kwctl.sh)
 [ -n "$kwctl" ] || { echo "check-kwctl-parity: no real kwctl found: nothing to compare"; exit 0; }
 [ -f policy.wasm ] || { echo "check-kwctl-parity: policy.wasm is missing (make policy.wasm)" >&2; exit 1; }
-cargo build --quiet --release --manifest-path tools/Cargo.toml -p policy-annotate
+bash scripts/build-tools.sh --quiet
 pa=tools/target/release/policy-annotate
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/kwctl-parity.XXXXXX")

@@ -98,7 +98,7 @@ done
 [ "$kw_drift" = 0 ] || exit 1
 echo "ok: Kubewarden $KUBEWARDEN_VERSION (charts kubewarden-crds $KUBEWARDEN_CRDS_CHART, kubewarden-controller $KUBEWARDEN_CONTROLLER_CHART, kubewarden-defaults $KUBEWARDEN_DEFAULTS_CHART; $image) in README.md, deploy/, examples/install/, ci.yml"
 
-cargo build --quiet --release --manifest-path tools/Cargo.toml -p policy-annotate
+bash scripts/build-tools.sh --quiet
 
 args=(check
     --cargo-toml Cargo.toml

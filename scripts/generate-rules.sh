@@ -23,5 +23,5 @@ if [ -z "$src" ]; then
     kubectl get applicationdefinitions.cozystack.io -o json >"$json"
     src=$json
 fi
-cargo build --quiet --release --manifest-path tools/Cargo.toml -p ledger --bin tenant-reservation
+bash scripts/build-tools.sh --quiet
 exec tools/target/release/tenant-reservation rules --definitions "$src"

@@ -42,7 +42,7 @@ if [ -n "${REPLAY_RUNNER:-}" ]; then
     runner=$REPLAY_RUNNER
 else
     echo "record-sessions: building the replay-runner" >&2
-    cargo build --release --manifest-path tools/Cargo.toml -p replay-runner
+    bash scripts/build-tools.sh
     runner=tools/target/release/replay-runner
 fi
 
