@@ -6,6 +6,8 @@ mod test_guest;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use rstest::rstest;
+
 use serde_json::{Value, json};
 use test_guest::{GuestHostCall, TestGuest};
 
@@ -53,6 +55,26 @@ fn request() -> Value {
     })
 }
 
+/// Arguments before the policy for a live run: context aware, answered from `cluster.yaml`.
+const LIVE: &[&str] = &[
+    "-r",
+    "@request.json",
+    "--allow-context-aware",
+    "--cluster-state",
+    "@cluster.yaml",
+];
+
+/// Arguments before the policy for a run replaying the session `s.yml`.
+const REPLAY: &[&str] = &[
+    "-r",
+    "@request.json",
+    "--allow-context-aware",
+    "--replay-host-capabilities-interactions",
+    "@s.yml",
+];
+
+/// A temporary directory with the request (bare and as a review), the cluster state and a few
+/// broken inputs.
 struct Fixture {
     dir: tempfile::TempDir,
 }
@@ -62,12 +84,28 @@ impl Fixture {
         let f = Fixture {
             dir: tempfile::tempdir().unwrap(),
         };
-        f.write("request.json", &request().to_string());
-        f.write(
-            "review.json",
-            &json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request()}).to_string(),
-        );
-        f.write("cluster.yaml", CLUSTER);
+        let bare = request().to_string();
+        let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request()}).to_string();
+        for (name, text) in [
+            ("request.json", bare.as_str()),
+            ("review.json", review.as_str()),
+            ("cluster.yaml", CLUSTER),
+            (
+                "pod.json",
+                r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}"#,
+            ),
+            (
+                "r.json",
+                r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#,
+            ),
+            ("l.json", "[1,2]"),
+            ("y.json", "kind: AdmissionReview\n"),
+            ("garbage.wasm", "not a module"),
+            ("settings.yaml", "invalid: true\n"),
+            ("ok.yaml", "fine: true\nnested: {a: [1, 2]}\n"),
+        ] {
+            std::fs::write(f.path(name), text).unwrap();
+        }
         f
     }
 
@@ -79,40 +117,50 @@ impl Fixture {
         self.path(name).display().to_string()
     }
 
-    fn write(&self, name: &str, text: &str) -> String {
-        std::fs::write(self.path(name), text).unwrap();
-        self.p(name)
-    }
-
-    fn guest(&self, name: &str, guest: &TestGuest) -> String {
+    /// Writes `guest` compiled to `name`.
+    fn guest(&self, name: &str, guest: &TestGuest) {
         let wasm = wat::parse_str(guest.wat()).expect("test guest WAT compiles");
         std::fs::write(self.path(name), wasm).unwrap();
-        self.p(name)
     }
 
     fn read(&self, name: &str) -> String {
         std::fs::read_to_string(self.path(name)).unwrap()
     }
-}
 
-fn run(args: &[&str]) -> Output {
-    run_env(args, &[])
-}
-
-fn run_env(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(BIN);
-    cmd.arg("run")
-        .args(args)
-        .env_remove("RUST_LOG")
-        .env_remove("REPLAY_RUNNER_VERBOSE");
-    cmd.env(
-        "REPLAY_RUNNER_CACHE_DIR",
-        std::env::temp_dir().join("replay-runner-test-cache"),
-    );
-    for (k, v) in env {
-        cmd.env(k, v);
+    /// Runs the binary on `args`, where `@name` stands for this fixture's file `name`.
+    fn run(&self, args: &[&str]) -> Output {
+        self.run_env(args, &[])
     }
-    cmd.output().unwrap()
+
+    fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let args = args.iter().map(|a| {
+            a.strip_prefix('@')
+                .map_or_else(|| a.to_string(), |n| self.p(n))
+        });
+        Command::new(BIN)
+            .arg("run")
+            .args(args)
+            .env_remove("RUST_LOG")
+            .env_remove("REPLAY_RUNNER_VERBOSE")
+            .env(
+                "REPLAY_RUNNER_CACHE_DIR",
+                std::env::temp_dir().join("replay-runner-test-cache"),
+            )
+            .envs(env.iter().copied())
+            .output()
+            .unwrap()
+    }
+
+    /// Runs `policy` with `head` before it.
+    fn run_with(&self, head: &[&str], policy: &str) -> Output {
+        self.run(&[head, &[policy]].concat())
+    }
+
+    /// Records the session `s.yml` of a live run of `policy`.
+    fn record(&self, policy: &str) -> Output {
+        let record = ["--record-host-capabilities-interactions", "@s.yml"];
+        self.run(&[LIVE, &record, &[policy]].concat())
+    }
 }
 
 fn stdout(o: &Output) -> String {
@@ -187,225 +235,99 @@ fn kafka_list() -> GuestHostCall {
     )
 }
 
-#[test]
-fn accepts_and_prints_the_kwctl_response_for_review_and_bare_request() {
-    let f = Fixture::new();
-    let policy = f.guest("p.wasm", &TestGuest::default());
-    let expected = r#"{"uid":"1299d386-525b-4032-98ae-1949f69f9cfc","allowed":true,"auditAnnotations":null,"warnings":null}"#;
-    for req in ["review.json", "request.json"] {
-        let o = run(&["--request-path", &f.p(req), &policy]);
-        assert_ok(&o);
-        assert_eq!(stdout(&o), expected);
+fn kafka_guest() -> TestGuest {
+    TestGuest::with_calls(vec![kafka_list()])
+}
+
+fn guest_error(message: &str) -> TestGuest {
+    TestGuest {
+        guest_error: Some(message.into()),
+        ..Default::default()
     }
 }
 
-#[test]
-fn rejects_a_request_file_that_is_not_an_admission_request() {
-    let f = Fixture::new();
-    let policy = f.guest("p.wasm", &TestGuest::default());
-    let pod = f.write(
-        "pod.json",
-        r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}"#,
-    );
-    let o = run(&["--request-path", &pod, &policy]);
-    assert_fails(
-        &o,
-        &[
-            "neither an AdmissionReview nor an admission request",
-            "cannot build AdmissionRequest object from given input",
-        ],
-    );
-
-    let review = f.write(
-        "r.json",
-        r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#,
-    );
-    assert_fails(
-        &run(&["-r", &review, &policy]),
-        &["invalid AdmissionReview object"],
-    );
-
-    let list = f.write("l.json", "[1,2]");
-    assert_fails(&run(&["-r", &list, &policy]), &["Invalid request object"]);
-
-    let yaml = f.write("y.json", "kind: AdmissionReview\n");
-    assert_fails(&run(&["-r", &yaml, &policy]), &["not JSON"]);
+fn oci_guest() -> TestGuest {
+    TestGuest::with_calls(vec![GuestHostCall {
+        binding: "kubewarden".into(),
+        namespace: "oci".into(),
+        operation: "v1/manifest_digest".into(),
+        payload: br#""busybox""#.to_vec(),
+    }])
 }
 
-#[test]
-fn reports_missing_files_clearly() {
-    let f = Fixture::new();
-    let policy = f.guest("p.wasm", &TestGuest::default());
-    let missing = f.p("nope.json");
-    assert_fails(
-        &run(&["-r", &missing, &policy]),
-        &["Error opening request file", "nope.json"],
-    );
-    assert_fails(
-        &run(&["-r", &f.p("request.json"), &f.p("nope.wasm")]),
-        &["Cannot read policy module", "nope.wasm"],
-    );
-    assert_fails(
-        &run(&[
-            "-r",
-            &f.p("request.json"),
-            "--settings-path",
-            &f.p("nope.yaml"),
-            &policy,
-        ]),
-        &["Cannot open settings file", "nope.yaml"],
-    );
-    assert_fails(
-        &run(&[
-            "-r",
-            &f.p("request.json"),
-            "--replay-host-capabilities-interactions",
-            &f.p("nope.yml"),
-            &policy,
-        ]),
-        &[
-            "Cannot open host capabilities interactions file",
-            "nope.yml",
-        ],
-    );
-    assert_fails(
-        &run(&[
-            "-r",
-            &f.p("request.json"),
-            "--cluster-state",
-            &f.p("nope.yaml"),
-            &policy,
-        ]),
-        &["Cannot open cluster state file", "nope.yaml"],
-    );
-    let garbage = f.write("garbage.wasm", "not a module");
-    assert_fails(
-        &run(&["-r", &f.p("request.json"), &garbage]),
-        &["Cannot load policy module"],
-    );
+fn field_selector_guest(field_selector: &str) -> TestGuest {
+    TestGuest::with_calls(vec![GuestHostCall::kubernetes(
+        "list_resources_all",
+        &json!({"api_version": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "label_selector": null, "field_selector": field_selector, "field_masks": null}),
+    )])
 }
 
-#[test]
-fn bad_flags_fail() {
+#[rstest]
+#[case::review("review.json")]
+#[case::bare_request("request.json")]
+fn accepts_and_prints_the_kwctl_response(#[case] request: &str) {
     let f = Fixture::new();
-    let policy = f.guest("p.wasm", &TestGuest::default());
-    let o = run(&["-r", &f.p("request.json"), "--no-such-flag", &policy]);
-    assert!(!o.status.success());
-    let o = run(&[
-        "-r",
-        &f.p("request.json"),
-        "--record-host-capabilities-interactions",
-        &f.p("s.yml"),
-        &policy,
-    ]);
-    assert!(!o.status.success(), "recording needs --cluster-state");
-    assert!(stderr(&o).contains("--cluster-state"), "{}", stderr(&o));
-    let o = run(&[
-        "-r",
-        &f.p("request.json"),
-        "--replay-host-capabilities-interactions",
-        &f.p("s.yml"),
-        "--cluster-state",
-        &f.p("cluster.yaml"),
-        &policy,
-    ]);
-    assert!(
-        !o.status.success(),
-        "replay and cluster state are exclusive"
-    );
-    let o = run(&[
-        "-r",
-        &f.p("request.json"),
-        "--settings-json",
-        "{}",
-        "--settings-path",
-        &f.p("x"),
-        &policy,
-    ]);
-    assert!(!o.status.success());
-    let o = run(&["-r", &f.p("request.json"), "registry://ghcr.io/x/y:1"]);
-    assert_fails(&o, &["only runs local policy files"]);
-}
-
-#[test]
-fn reports_invalid_settings_like_kwctl() {
-    let f = Fixture::new();
-    let policy = f.guest("p.wasm", &TestGuest::with_calls(vec![kafka_list()]));
-    let o = run(&[
-        "-r",
-        &f.p("request.json"),
-        "--settings-json",
-        r#"{"invalid":true}"#,
-        &policy,
-    ]);
-    assert_fails(
-        &o,
-        &["Provided settings are not valid: settings rejected by the test guest"],
-    );
-
-    let yaml = f.write("settings.yaml", "invalid: true\n");
-    let o = run(&["-r", &f.p("request.json"), "-s", &yaml, &policy]);
-    assert_fails(&o, &["Provided settings are not valid"]);
-
-    let ok = f.write("ok.yaml", "fine: true\nnested: {a: [1, 2]}\n");
-    let o = run(&[
-        "-r",
-        &f.p("request.json"),
-        "-s",
-        &ok,
-        "--allow-context-aware",
-        "--cluster-state",
-        &f.p("cluster.yaml"),
-        &policy,
-    ]);
+    f.guest("p.wasm", &TestGuest::default());
+    let o = f.run(&["--request-path", &format!("@{request}"), "@p.wasm"]);
     assert_ok(&o);
+    assert_eq!(
+        stdout(&o),
+        r#"{"uid":"1299d386-525b-4032-98ae-1949f69f9cfc","allowed":true,"auditAnnotations":null,"warnings":null}"#
+    );
+}
 
-    let o = run(&[
-        "-r",
-        &f.p("request.json"),
-        "--settings-json",
-        "{not json",
-        &policy,
-    ]);
-    assert_fails(&o, &["Cannot parse settings JSON"]);
-    let o = run(&[
-        "-r",
-        &f.p("request.json"),
-        "--settings-json",
-        "[1]",
-        &policy,
-    ]);
-    assert_fails(&o, &["not an object"]);
+/// Runs that fail: nothing on stdout and each needle on stderr. `guest` is written to `p.wasm`;
+/// `@name` is the fixture's file `name`.
+#[rstest]
+// Requests that are not admission requests.
+#[case::pod(TestGuest::default(), &["--request-path", "@pod.json", "@p.wasm"], &["neither an AdmissionReview nor an admission request", "cannot build AdmissionRequest object from given input"])]
+#[case::empty_review(TestGuest::default(), &["-r", "@r.json", "@p.wasm"], &["invalid AdmissionReview object"])]
+#[case::list(TestGuest::default(), &["-r", "@l.json", "@p.wasm"], &["Invalid request object"])]
+#[case::yaml(TestGuest::default(), &["-r", "@y.json", "@p.wasm"], &["not JSON"])]
+// Missing files.
+#[case::missing_request(TestGuest::default(), &["-r", "@nope.json", "@p.wasm"], &["Error opening request file", "nope.json"])]
+#[case::missing_policy(TestGuest::default(), &["-r", "@request.json", "@nope.wasm"], &["Cannot read policy module", "nope.wasm"])]
+#[case::missing_settings(TestGuest::default(), &["-r", "@request.json", "--settings-path", "@nope.yaml", "@p.wasm"], &["Cannot open settings file", "nope.yaml"])]
+#[case::missing_session(TestGuest::default(), &["-r", "@request.json", "--replay-host-capabilities-interactions", "@nope.yml", "@p.wasm"], &["Cannot open host capabilities interactions file", "nope.yml"])]
+#[case::missing_cluster_state(TestGuest::default(), &["-r", "@request.json", "--cluster-state", "@nope.yaml", "@p.wasm"], &["Cannot open cluster state file", "nope.yaml"])]
+#[case::garbage_module(TestGuest::default(), &["-r", "@request.json", "@garbage.wasm"], &["Cannot load policy module"])]
+// Bad flags.
+#[case::unknown_flag(TestGuest::default(), &["-r", "@request.json", "--no-such-flag", "@p.wasm"], &[])]
+#[case::record_without_cluster_state(TestGuest::default(), &["-r", "@request.json", "--record-host-capabilities-interactions", "@s.yml", "@p.wasm"], &["--cluster-state"])]
+#[case::replay_and_cluster_state(TestGuest::default(), &["-r", "@request.json", "--replay-host-capabilities-interactions", "@s.yml", "--cluster-state", "@cluster.yaml", "@p.wasm"], &[])]
+#[case::settings_json_and_path(TestGuest::default(), &["-r", "@request.json", "--settings-json", "{}", "--settings-path", "@x", "@p.wasm"], &[])]
+#[case::registry_policy(TestGuest::default(), &["-r", "@request.json", "registry://ghcr.io/x/y:1"], &["only runs local policy files"])]
+// Invalid settings, reported like kwctl.
+#[case::settings_json_rejected(kafka_guest(), &["-r", "@request.json", "--settings-json", r#"{"invalid":true}"#, "@p.wasm"], &["Provided settings are not valid: settings rejected by the test guest"])]
+#[case::settings_file_rejected(kafka_guest(), &["-r", "@request.json", "-s", "@settings.yaml", "@p.wasm"], &["Provided settings are not valid"])]
+#[case::settings_json_broken(kafka_guest(), &["-r", "@request.json", "--settings-json", "{not json", "@p.wasm"], &["Cannot parse settings JSON"])]
+#[case::settings_json_not_object(kafka_guest(), &["-r", "@request.json", "--settings-json", "[1]", "@p.wasm"], &["not an object"])]
+// Context-aware calls need the flag, and something to answer from.
+#[case::context_aware_without_flag(kafka_guest(), &["-r", "@request.json", "--cluster-state", "@cluster.yaml", "@p.wasm"], &["Policy has not been granted access to Kubernetes helm.toolkit.fluxcd.io/v2/HelmRelease resources", "--allow-context-aware"])]
+#[case::context_aware_without_answers(kafka_guest(), &["-r", "@request.json", "--allow-context-aware", "@p.wasm"], &["no answers were given"])]
+// Policy errors.
+#[case::trap(TestGuest { trap_in_validate: true, ..Default::default() }, &["-r", "@request.json", "@p.wasm"], &["policy evaluation failed", "kwctl would print {\"uid\":\"1299d386-525b-4032-98ae-1949f69f9cfc\",\"allowed\":false,\"status\":{\"message\":\"internal server error:"])]
+#[case::guest_error(guest_error("boom from the guest"), &["-r", "@request.json", "@p.wasm"], &["policy evaluation failed", "boom from the guest"])]
+// Unsupported host calls and selectors.
+#[case::oci_call(oci_guest(), &[LIVE, &["@p.wasm"]].concat(), &["binding \"kubewarden\", namespace \"oci\", operation \"v1/manifest_digest\""])]
+#[case::field_selector(field_selector_guest("spec.chart=x"), &[LIVE, &["@p.wasm"]].concat(), &["field label not supported: spec.chart"])]
+fn fails(#[case] guest: TestGuest, #[case] args: &[&str], #[case] needles: &[&str]) {
+    let f = Fixture::new();
+    f.guest("p.wasm", &guest);
+    assert_fails(&f.run(args), needles);
 }
 
 #[test]
-fn context_aware_calls_need_the_flag() {
+fn accepts_valid_settings_from_a_file() {
     let f = Fixture::new();
-    let policy = f.guest("p.wasm", &TestGuest::with_calls(vec![kafka_list()]));
-    let o = run(&[
-        "-r",
-        &f.p("request.json"),
-        "--cluster-state",
-        &f.p("cluster.yaml"),
-        &policy,
-    ]);
-    assert_fails(
-        &o,
-        &[
-            "Policy has not been granted access to Kubernetes helm.toolkit.fluxcd.io/v2/HelmRelease resources",
-            "--allow-context-aware",
-        ],
-    );
-    // With the flag but nothing to answer from.
-    let o = run(&["-r", &f.p("request.json"), "--allow-context-aware", &policy]);
-    assert_fails(&o, &["no answers were given"]);
+    f.guest("p.wasm", &kafka_guest());
+    assert_ok(&f.run_with(&[LIVE, &["-s", "@ok.yaml"]].concat(), "@p.wasm"));
 }
 
 #[test]
 fn annotated_policy_is_limited_to_its_context_aware_resources() {
     let f = Fixture::new();
-    let guest = TestGuest::with_calls(vec![kafka_list()]);
-    let wasm = wat::parse_str(guest.wat()).unwrap();
+    let wasm = wat::parse_str(kafka_guest().wat()).unwrap();
     let annotate = |resources: Value| {
         let meta = json!({"protocolVersion": "v1", "rules": [], "mutating": false, "contextAwareResources": resources});
         let meta = serde_json::to_vec(&meta).unwrap();
@@ -433,16 +355,8 @@ fn annotated_policy_is_limited_to_its_context_aware_resources() {
         annotate(json!([{"apiVersion": "cozystack.io/v1alpha1", "kind": "ApplicationDefinition"}])),
     )
     .unwrap();
-    let o = run(&[
-        "-r",
-        &f.p("request.json"),
-        "--allow-context-aware",
-        "--cluster-state",
-        &f.p("cluster.yaml"),
-        &f.p("other.wasm"),
-    ]);
     assert_fails(
-        &o,
+        &f.run_with(LIVE, "@other.wasm"),
         &[
             "Policy has not been granted access to Kubernetes helm.toolkit.fluxcd.io/v2/HelmRelease",
             "contextAwareResources",
@@ -454,14 +368,7 @@ fn annotated_policy_is_limited_to_its_context_aware_resources() {
         annotate(json!([{"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease"}])),
     )
     .unwrap();
-    let o = run(&[
-        "-r",
-        &f.p("request.json"),
-        "--allow-context-aware",
-        "--cluster-state",
-        &f.p("cluster.yaml"),
-        &f.p("ok.wasm"),
-    ]);
+    let o = f.run_with(LIVE, "@ok.wasm");
     assert_ok(&o);
     assert!(!stderr(&o).contains("not annotated"), "{}", stderr(&o));
 }
@@ -483,16 +390,8 @@ fn serves_cluster_state_lists_with_selectors() {
         ),
         GuestHostCall::list_all("cozystack.io/v1alpha1", "ApplicationDefinition", None),
     ];
-    let policy = f.guest("p.wasm", &TestGuest::with_calls(calls));
-    let o = run(&[
-        "-r",
-        &f.p("request.json"),
-        "--allow-context-aware",
-        "--cluster-state",
-        &f.p("cluster.yaml"),
-        &policy,
-    ]);
-    let response = assert_ok(&o);
+    f.guest("p.wasm", &TestGuest::with_calls(calls));
+    let response = assert_ok(&f.run_with(LIVE, "@p.wasm"));
     assert_eq!(response["allowed"], true);
     let a = answers(&response);
     assert_eq!(a.len(), 5);
@@ -524,17 +423,8 @@ fn get_resource_not_found_is_a_host_error_the_policy_sees() {
         "get_resource",
         &json!({"api_version": "v1", "kind": "Namespace", "name": "tenant-x", "namespace": null, "disable_cache": false, "field_masks": null}),
     );
-    let policy = f.guest("p.wasm", &TestGuest::with_calls(vec![get]));
-    let o = run(&[
-        "-r",
-        &f.p("request.json"),
-        "--allow-context-aware",
-        "--cluster-state",
-        &f.p("cluster.yaml"),
-        "--record-host-capabilities-interactions",
-        &f.p("s.yml"),
-        &policy,
-    ]);
+    f.guest("p.wasm", &TestGuest::with_calls(vec![get]));
+    let o = f.record("@p.wasm");
     let response = assert_ok(&o);
     assert_eq!(response["allowed"], false);
     assert_eq!(
@@ -546,14 +436,7 @@ fn get_resource_not_found_is_a_host_error_the_policy_sees() {
         "- type: Exchange\n  request: |\n    !KubernetesGetResource\n    api_version: v1\n    kind: Namespace\n    name: tenant-x\n    namespace: null\n    disable_cache: false\n  response:\n    type: Error\n    message: Cannot find v1/Namespace named 'tenant-x' inside of namespace 'None'\n"
     );
     // The recorded error replays to the same response.
-    let o2 = run(&[
-        "-r",
-        &f.p("request.json"),
-        "--allow-context-aware",
-        "--replay-host-capabilities-interactions",
-        &f.p("s.yml"),
-        &policy,
-    ]);
+    let o2 = f.run_with(REPLAY, "@p.wasm");
     assert_ok(&o2);
     assert_eq!(stdout(&o2), stdout(&o));
 }
@@ -565,37 +448,37 @@ fn records_a_session_that_replays_identically() {
         kafka_list(),
         GuestHostCall::list_all("cozystack.io/v1alpha1", "ApplicationDefinition", None),
     ];
-    let policy = f.guest("p.wasm", &TestGuest::with_calls(calls));
+    f.guest("p.wasm", &TestGuest::with_calls(calls));
     let record = |out: &str| {
-        run(&[
+        f.run(&[
             "-r",
-            &f.p("review.json"),
+            "@review.json",
             "--allow-context-aware",
             "--cluster-state",
-            &f.p("cluster.yaml"),
+            "@cluster.yaml",
             "--record-host-capabilities-interactions",
-            &f.p(out),
-            &policy,
+            out,
+            "@p.wasm",
         ])
     };
-    let live = record("s1.yml");
+    let live = record("@s1.yml");
     assert_ok(&live);
     let session = f.read("s1.yml");
     assert!(session.starts_with("- type: Exchange\n  request: |\n    !KubernetesListResourceAll\n    api_version: helm.toolkit.fluxcd.io/v2\n    kind: HelmRelease\n    label_selector: apps.cozystack.io/application.kind=Kafka\n    field_selector: null\n  response:\n    type: Success\n    payload: '{\"apiVersion\":\"helm.toolkit.fluxcd.io/v2\""), "{session}");
     assert_eq!(session.matches("- type: Exchange").count(), 2);
 
     // Deterministic: the same run writes the same bytes.
-    assert_ok(&record("s2.yml"));
+    assert_ok(&record("@s2.yml"));
     assert_eq!(f.read("s2.yml"), session);
 
     // Replaying gives the same response, and the answers the guest saw are the same bytes.
-    let replayed = run(&[
+    let replayed = f.run(&[
         "-r",
-        &f.p("review.json"),
+        "@review.json",
         "--allow-context-aware",
         "--replay-host-capabilities-interactions",
-        &f.p("s1.yml"),
-        &policy,
+        "@s1.yml",
+        "@p.wasm",
     ]);
     assert_ok(&replayed);
     assert_eq!(stdout(&replayed), stdout(&live));
@@ -606,89 +489,25 @@ fn records_a_session_that_replays_identically() {
     assert_eq!(parsed.to_yaml(), session);
 }
 
-#[test]
-fn rejects_a_session_mismatch_naming_both_requests() {
+/// A session recorded with one Kafka list does not answer other calls, naming both requests.
+#[rstest]
+#[case::other_request(TestGuest::with_calls(vec![GuestHostCall::list_all("helm.toolkit.fluxcd.io/v2", "HelmRelease", Some("apps.cozystack.io/application.kind=Etcd"))]), &["Replay error: unexpected request. Was expecting KubernetesListResourceAll { api_version: \"helm.toolkit.fluxcd.io/v2\", kind: \"HelmRelease\", label_selector: Some(\"apps.cozystack.io/application.kind=Kafka\")", "got KubernetesListResourceAll { api_version: \"helm.toolkit.fluxcd.io/v2\", kind: \"HelmRelease\", label_selector: Some(\"apps.cozystack.io/application.kind=Etcd\")"])]
+#[case::extra_call(TestGuest::with_calls(vec![kafka_list(), kafka_list()]), &["the list of recorded responses is empty", "session does not contain", "label_selector: Some(\"apps.cozystack.io/application.kind=Kafka\")"])]
+fn rejects_a_session_mismatch(#[case] guest: TestGuest, #[case] needles: &[&str]) {
     let f = Fixture::new();
-    let recorder = f.guest("rec.wasm", &TestGuest::with_calls(vec![kafka_list()]));
-    assert_ok(&run(&[
-        "-r",
-        &f.p("request.json"),
-        "--allow-context-aware",
-        "--cluster-state",
-        &f.p("cluster.yaml"),
-        "--record-host-capabilities-interactions",
-        &f.p("s.yml"),
-        &recorder,
-    ]));
-    let other = f.guest(
-        "other.wasm",
-        &TestGuest::with_calls(vec![GuestHostCall::list_all(
-            "helm.toolkit.fluxcd.io/v2",
-            "HelmRelease",
-            Some("apps.cozystack.io/application.kind=Etcd"),
-        )]),
-    );
-    let o = run(&[
-        "-r",
-        &f.p("request.json"),
-        "--allow-context-aware",
-        "--replay-host-capabilities-interactions",
-        &f.p("s.yml"),
-        &other,
-    ]);
-    assert_fails(
-        &o,
-        &[
-            "Replay error: unexpected request. Was expecting KubernetesListResourceAll { api_version: \"helm.toolkit.fluxcd.io/v2\", kind: \"HelmRelease\", label_selector: Some(\"apps.cozystack.io/application.kind=Kafka\")",
-            "got KubernetesListResourceAll { api_version: \"helm.toolkit.fluxcd.io/v2\", kind: \"HelmRelease\", label_selector: Some(\"apps.cozystack.io/application.kind=Etcd\")",
-        ],
-    );
+    f.guest("rec.wasm", &kafka_guest());
+    assert_ok(&f.record("@rec.wasm"));
+    f.guest("p.wasm", &guest);
+    assert_fails(&f.run_with(REPLAY, "@p.wasm"), needles);
 }
 
 #[test]
-fn rejects_an_extra_call_and_warns_about_unused_exchanges() {
+fn warns_about_unused_exchanges() {
     let f = Fixture::new();
-    let recorder = f.guest("rec.wasm", &TestGuest::with_calls(vec![kafka_list()]));
-    assert_ok(&run(&[
-        "-r",
-        &f.p("request.json"),
-        "--allow-context-aware",
-        "--cluster-state",
-        &f.p("cluster.yaml"),
-        "--record-host-capabilities-interactions",
-        &f.p("s.yml"),
-        &recorder,
-    ]));
-    let twice = f.guest(
-        "twice.wasm",
-        &TestGuest::with_calls(vec![kafka_list(), kafka_list()]),
-    );
-    let o = run(&[
-        "-r",
-        &f.p("request.json"),
-        "--allow-context-aware",
-        "--replay-host-capabilities-interactions",
-        &f.p("s.yml"),
-        &twice,
-    ]);
-    assert_fails(
-        &o,
-        &[
-            "the list of recorded responses is empty",
-            "session does not contain",
-            "label_selector: Some(\"apps.cozystack.io/application.kind=Kafka\")",
-        ],
-    );
-
-    let none = f.guest("none.wasm", &TestGuest::default());
-    let o = run(&[
-        "-r",
-        &f.p("request.json"),
-        "--allow-context-aware",
-        "--replay-host-capabilities-interactions",
-        &f.p("s.yml"),
-        &none,
-    ]);
+    f.guest("rec.wasm", &kafka_guest());
+    assert_ok(&f.record("@rec.wasm"));
+    f.guest("none.wasm", &TestGuest::default());
+    let o = f.run_with(REPLAY, "@none.wasm");
     assert_ok(&o);
     assert!(
         stderr(&o).contains("Some of the recorded exchanges have not been replayed"),
@@ -698,89 +517,18 @@ fn rejects_an_extra_call_and_warns_about_unused_exchanges() {
 }
 
 #[test]
-fn policy_errors_fail_the_run() {
-    let f = Fixture::new();
-    let trap = f.guest(
-        "trap.wasm",
-        &TestGuest {
-            trap_in_validate: true,
-            ..Default::default()
-        },
-    );
-    let o = run(&["-r", &f.p("request.json"), &trap]);
-    assert_fails(
-        &o,
-        &[
-            "policy evaluation failed",
-            "kwctl would print {\"uid\":\"1299d386-525b-4032-98ae-1949f69f9cfc\",\"allowed\":false,\"status\":{\"message\":\"internal server error:",
-        ],
-    );
-
-    let err = f.guest(
-        "err.wasm",
-        &TestGuest {
-            guest_error: Some("boom from the guest".into()),
-            ..Default::default()
-        },
-    );
-    let o = run(&["-r", &f.p("request.json"), &err]);
-    assert_fails(&o, &["policy evaluation failed", "boom from the guest"]);
-}
-
-#[test]
-fn unsupported_host_calls_and_selectors_fail_the_run() {
-    let f = Fixture::new();
-    let oci = GuestHostCall {
-        binding: "kubewarden".into(),
-        namespace: "oci".into(),
-        operation: "v1/manifest_digest".into(),
-        payload: br#""busybox""#.to_vec(),
-    };
-    let policy = f.guest("oci.wasm", &TestGuest::with_calls(vec![oci]));
-    let o = run(&[
-        "-r",
-        &f.p("request.json"),
-        "--allow-context-aware",
-        "--cluster-state",
-        &f.p("cluster.yaml"),
-        &policy,
-    ]);
-    assert_fails(
-        &o,
-        &["binding \"kubewarden\", namespace \"oci\", operation \"v1/manifest_digest\""],
-    );
-
-    let bad_field = GuestHostCall::kubernetes(
-        "list_resources_all",
-        &json!({"api_version": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "label_selector": null, "field_selector": "spec.chart=x", "field_masks": null}),
-    );
-    let policy = f.guest("field.wasm", &TestGuest::with_calls(vec![bad_field]));
-    let o = run(&[
-        "-r",
-        &f.p("request.json"),
-        "--allow-context-aware",
-        "--cluster-state",
-        &f.p("cluster.yaml"),
-        &policy,
-    ]);
-    assert_fails(&o, &["field label not supported: spec.chart"]);
-}
-
-#[test]
 fn guest_logs_are_accepted_and_shown_when_verbose() {
     let f = Fixture::new();
-    let policy = f.guest(
-        "log.wasm",
-        &TestGuest {
-            log_message: Some("hello from the guest".into()),
-            ..Default::default()
-        },
-    );
-    let quiet = run(&["-r", &f.p("request.json"), &policy]);
+    let guest = TestGuest {
+        log_message: Some("hello from the guest".into()),
+        ..Default::default()
+    };
+    f.guest("p.wasm", &guest);
+    let quiet = f.run(&["-r", "@request.json", "@p.wasm"]);
     assert_ok(&quiet);
     assert!(!stderr(&quiet).contains("hello"), "{}", stderr(&quiet));
-    let loud = run_env(
-        &["-r", &f.p("request.json"), &policy],
+    let loud = f.run_env(
+        &["-r", "@request.json", "@p.wasm"],
         &[("REPLAY_RUNNER_VERBOSE", "1")],
     );
     assert_ok(&loud);
@@ -794,14 +542,12 @@ fn guest_logs_are_accepted_and_shown_when_verbose() {
 #[test]
 fn mutations_are_printed_as_a_json_patch() {
     let f = Fixture::new();
-    let policy = f.guest(
-        "mut.wasm",
-        &TestGuest {
-            mutated_object: Some(r#"{"apiVersion":"apps.cozystack.io/v1alpha1","kind":"Kafka","metadata":{"name":"k1","namespace":"tenant-a","labels":{"a":"b"}}}"#.into()),
-            ..Default::default()
-        },
-    );
-    let o = run(&["-r", &f.p("request.json"), &policy]);
+    let guest = TestGuest {
+        mutated_object: Some(r#"{"apiVersion":"apps.cozystack.io/v1alpha1","kind":"Kafka","metadata":{"name":"k1","namespace":"tenant-a","labels":{"a":"b"}}}"#.into()),
+        ..Default::default()
+    };
+    f.guest("p.wasm", &guest);
+    let o = f.run(&["-r", "@request.json", "@p.wasm"]);
     let response = assert_ok(&o);
     assert_eq!(response["patchType"], "JSONPatch");
     assert!(stdout(&o).starts_with(r#"{"uid":"1299d386-525b-4032-98ae-1949f69f9cfc","allowed":true,"patchType":"JSONPatch","patch":""#), "{}", stdout(&o));
@@ -834,38 +580,25 @@ fn runs_the_real_policy() {
     }
     let example = root.join("test_data/example");
     let f = Fixture::new();
-    let mut args = vec![
-        "-r".to_string(),
-        example.join("request.json").display().to_string(),
-    ];
+    let path = |p: PathBuf| p.display().to_string();
+    let mut head = vec!["-r".to_string(), path(example.join("request.json"))];
     if example.join("settings.json").exists() {
-        args.extend([
-            "-s".to_string(),
-            example.join("settings.json").display().to_string(),
-        ]);
+        head.extend(["-s".to_string(), path(example.join("settings.json"))]);
     }
-    args.push("--allow-context-aware".into());
-    let (request_args, policy) = (args, wasm.display().to_string());
-    let arg_refs = |extra: &[String]| -> Vec<String> {
-        let mut v = request_args.clone();
-        v.extend_from_slice(extra);
-        v.push(policy.clone());
-        v
-    };
-    let live = arg_refs(&[
-        "--cluster-state".into(),
-        example.join("cluster.yaml").display().to_string(),
-        "--record-host-capabilities-interactions".into(),
-        f.p("session.yml"),
-    ]);
-    let live = run(&live.iter().map(String::as_str).collect::<Vec<_>>());
+    head.push("--allow-context-aware".into());
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    let (cluster, policy) = (path(example.join("cluster.yaml")), path(wasm));
+    let record = [
+        "--cluster-state",
+        &cluster,
+        "--record-host-capabilities-interactions",
+        "@s.yml",
+    ];
+    let live = f.run_with(&[&head[..], &record].concat(), &policy);
     let live_response = assert_ok(&live);
     assert!(live_response["uid"].is_string());
-    let replay = arg_refs(&[
-        "--replay-host-capabilities-interactions".into(),
-        f.p("session.yml"),
-    ]);
-    let replay = run(&replay.iter().map(String::as_str).collect::<Vec<_>>());
+    let replay = ["--replay-host-capabilities-interactions", "@s.yml"];
+    let replay = f.run_with(&[&head[..], &replay].concat(), &policy);
     assert_ok(&replay);
     assert_eq!(stdout(&replay), stdout(&live));
     assert!(
