@@ -3,6 +3,7 @@
 use policy_annotate::artifacthub;
 use policy_annotate::check::{self, Inputs, cargo_version};
 use policy_annotate::metadata::Metadata;
+use rstest::rstest;
 
 fn repo(path: &str) -> String {
     std::fs::read_to_string(format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()
@@ -68,151 +69,122 @@ fn artifacthub_pkg_is_kwctls_layout() {
     assert!(f.artifacthub.contains("  kubewarden/mutation: 'false'\n"));
 }
 
-#[test]
-fn version_drift_is_caught_everywhere() {
-    let base = files();
-    let v = cargo_version(&base.cargo).unwrap();
-    let bump = |s: &str, from: &str, to: &str| {
-        assert!(s.contains(from), "{from:?} not found");
-        s.replacen(from, to, 1)
+/// One release file edited, `from` (where `{v}` is the Cargo version) replaced once by `to`: the
+/// check reports `want`.
+#[rstest]
+// Version drift, caught everywhere.
+#[case::cargo_version(
+    "Cargo.toml",
+    "version = \"{v}\"",
+    "version = \"9.9.9\"",
+    "Cargo.toml has 9.9.9, metadata.yml io.kubewarden.policy.version has"
+)]
+#[case::artifacthub_version(
+    "artifacthub-pkg.yml",
+    "\nversion: {v}\n",
+    "\nversion: 9.9.9\n",
+    "artifacthub-pkg.yml version is 9.9.9"
+)]
+#[case::artifacthub_image(
+    "artifacthub-pkg.yml",
+    "  image: ghcr.io/cozystack/policies/tenant-reservation:v{v}",
+    "  image: ghcr.io/cozystack/policies/tenant-reservation:v9.9.9",
+    "containersImages is [\"ghcr.io/cozystack/policies/tenant-reservation:v9.9.9\"]"
+)]
+#[case::artifacthub_install(
+    "artifacthub-pkg.yml",
+    "  kwctl pull ghcr.io/cozystack/policies/tenant-reservation:v{v}",
+    "  kwctl pull ghcr.io/cozystack/policies/tenant-reservation:latest",
+    "install does not pull"
+)]
+#[case::manifest_module(
+    "manifest",
+    "module: registry://ghcr.io/cozystack/policies/tenant-reservation:v{v}",
+    "module: registry://ghcr.io/cozystack/policies/tenant-reservation:v9.9.9",
+    "manifest module is \"registry://ghcr.io/cozystack/policies/tenant-reservation:v9.9.9\""
+)]
+// Copied rules and resources must agree.
+#[case::artifacthub_rules(
+    "artifacthub-pkg.yml",
+    "    - UPDATE\n",
+    "    - DELETE\n",
+    "annotation kubewarden/rules disagrees with metadata.yml"
+)]
+#[case::artifacthub_resources(
+    "artifacthub-pkg.yml",
+    "      kind: HelmRelease\n",
+    "      kind: Secret\n",
+    "annotation kubewarden/contextAwareResources disagrees"
+)]
+#[case::artifacthub_mutation(
+    "artifacthub-pkg.yml",
+    "kubewarden/mutation: 'false'",
+    "kubewarden/mutation: 'true'",
+    "annotation kubewarden/mutation disagrees"
+)]
+#[case::manifest_resources(
+    "manifest",
+    "kind: VirtualMachineClusterInstancetype",
+    "kind: VirtualMachineInstancetype",
+    "manifest contextAwareResources differ"
+)]
+#[case::manifest_rules(
+    "manifest",
+    "operations: [\"CREATE\", \"UPDATE\"]",
+    "operations: [\"CREATE\"]",
+    "manifest rules differ"
+)]
+#[case::manifest_background_audit(
+    "manifest",
+    "backgroundAudit: true",
+    "backgroundAudit: false",
+    "manifest backgroundAudit is Some(false)"
+)]
+// A rules change in metadata.yml alone is caught against both copies.
+#[case::metadata_rules_vs_artifacthub(
+    "metadata.yml",
+    "      - vminstances\n",
+    "      - vminstancez\n",
+    "annotation kubewarden/rules disagrees"
+)]
+#[case::metadata_rules_vs_manifest(
+    "metadata.yml",
+    "      - vminstances\n",
+    "      - vminstancez\n",
+    "manifest rules differ"
+)]
+// Metadata mistakes kwctl would ignore.
+#[case::metadata_unknown_key(
+    "metadata.yml",
+    "backgroundAudit: true",
+    "backgroundAudits: true",
+    "metadata.yml: unknown key \"backgroundAudits\""
+)]
+#[case::metadata_no_category(
+    "metadata.yml",
+    "  io.kubewarden.policy.category: Resource Quota\n",
+    "",
+    "annotation io.kubewarden.policy.category is missing"
+)]
+#[case::metadata_severity(
+    "metadata.yml",
+    "io.kubewarden.policy.severity: medium",
+    "io.kubewarden.policy.severity: urgent",
+    "\"urgent\" is not one of"
+)]
+fn drift_is_caught(#[case] file: &str, #[case] from: &str, #[case] to: &str, #[case] want: &str) {
+    let mut f = files();
+    let from = from.replace("{v}", &cargo_version(&f.cargo).unwrap());
+    let text = match file {
+        "Cargo.toml" => &mut f.cargo,
+        "metadata.yml" => &mut f.metadata,
+        "artifacthub-pkg.yml" => &mut f.artifacthub,
+        "manifest" => &mut f.manifest,
+        _ => unreachable!("no release file {file}"),
     };
-
-    let mut f = files();
-    f.cargo = bump(
-        &base.cargo,
-        &format!("version = \"{v}\""),
-        "version = \"9.9.9\"",
-    );
-    assert_flags(
-        &f,
-        "Cargo.toml has 9.9.9, metadata.yml io.kubewarden.policy.version has",
-    );
-
-    let mut f = files();
-    f.artifacthub = bump(
-        &base.artifacthub,
-        &format!("\nversion: {v}\n"),
-        "\nversion: 9.9.9\n",
-    );
-    assert_flags(&f, "artifacthub-pkg.yml version is 9.9.9");
-
-    let mut f = files();
-    f.artifacthub = bump(
-        &base.artifacthub,
-        &format!("  image: ghcr.io/cozystack/policies/tenant-reservation:v{v}"),
-        "  image: ghcr.io/cozystack/policies/tenant-reservation:v9.9.9",
-    );
-    assert_flags(
-        &f,
-        "containersImages is [\"ghcr.io/cozystack/policies/tenant-reservation:v9.9.9\"]",
-    );
-
-    let mut f = files();
-    f.artifacthub = bump(
-        &base.artifacthub,
-        &format!("  kwctl pull ghcr.io/cozystack/policies/tenant-reservation:v{v}"),
-        "  kwctl pull ghcr.io/cozystack/policies/tenant-reservation:latest",
-    );
-    assert_flags(&f, "install does not pull");
-
-    let mut f = files();
-    f.manifest = bump(
-        &base.manifest,
-        &format!("module: registry://ghcr.io/cozystack/policies/tenant-reservation:v{v}"),
-        "module: registry://ghcr.io/cozystack/policies/tenant-reservation:v9.9.9",
-    );
-    assert_flags(
-        &f,
-        "manifest module is \"registry://ghcr.io/cozystack/policies/tenant-reservation:v9.9.9\"",
-    );
-}
-
-#[test]
-fn copied_rules_and_resources_must_agree() {
-    let base = files();
-
-    let mut f = files();
-    f.artifacthub = base
-        .artifacthub
-        .replacen("    - UPDATE\n", "    - DELETE\n", 1);
-    assert_ne!(f.artifacthub, base.artifacthub);
-    assert_flags(
-        &f,
-        "annotation kubewarden/rules disagrees with metadata.yml",
-    );
-
-    let mut f = files();
-    f.artifacthub =
-        base.artifacthub
-            .replacen("      kind: HelmRelease\n", "      kind: Secret\n", 1);
-    assert_flags(&f, "annotation kubewarden/contextAwareResources disagrees");
-
-    let mut f = files();
-    f.artifacthub = base.artifacthub.replacen(
-        "kubewarden/mutation: 'false'",
-        "kubewarden/mutation: 'true'",
-        1,
-    );
-    assert_flags(&f, "annotation kubewarden/mutation disagrees");
-
-    let mut f = files();
-    f.manifest = base.manifest.replacen(
-        "kind: VirtualMachineClusterInstancetype",
-        "kind: VirtualMachineInstancetype",
-        1,
-    );
-    assert_flags(&f, "manifest contextAwareResources differ");
-
-    let mut f = files();
-    f.manifest = base.manifest.replacen(
-        "operations: [\"CREATE\", \"UPDATE\"]",
-        "operations: [\"CREATE\"]",
-        1,
-    );
-    assert_flags(&f, "manifest rules differ");
-
-    let mut f = files();
-    f.manifest = base
-        .manifest
-        .replacen("backgroundAudit: true", "backgroundAudit: false", 1);
-    assert_flags(&f, "manifest backgroundAudit is Some(false)");
-
-    // A rules change in metadata.yml alone is caught against both copies.
-    let mut f = files();
-    f.metadata = base
-        .metadata
-        .replacen("      - vminstances\n", "      - vminstancez\n", 1);
-    assert_ne!(f.metadata, base.metadata);
-    assert_flags(&f, "annotation kubewarden/rules disagrees");
-    assert_flags(&f, "manifest rules differ");
-}
-
-#[test]
-fn metadata_mistakes_kwctl_would_ignore_are_caught() {
-    let base = files();
-
-    let mut f = files();
-    f.metadata = base
-        .metadata
-        .replacen("backgroundAudit: true", "backgroundAudits: true", 1);
-    assert_flags(&f, "metadata.yml: unknown key \"backgroundAudits\"");
-
-    let mut f = files();
-    f.metadata = base
-        .metadata
-        .lines()
-        .filter(|l| !l.contains("io.kubewarden.policy.category"))
-        .collect::<Vec<_>>()
-        .join("\n");
-    assert_flags(&f, "annotation io.kubewarden.policy.category is missing");
-
-    let mut f = files();
-    f.metadata = base.metadata.replacen(
-        "io.kubewarden.policy.severity: medium",
-        "io.kubewarden.policy.severity: urgent",
-        1,
-    );
-    assert_flags(&f, "\"urgent\" is not one of");
+    assert!(text.contains(&from), "{from:?} not found in {file}");
+    *text = text.replacen(&from, to, 1);
+    assert_flags(&f, want);
 }
 
 #[test]
