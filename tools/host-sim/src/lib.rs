@@ -9,8 +9,6 @@
 //!   label and field selectors ([`selector`]), the list envelope, the reflector's stripping and
 //!   field masks ([`mask`]).
 //! * [`AnswerCache`] ([`cache`]): the same answers serialised once per (request, masks).
-//! * [`metadata`]: the `io.kubewarden.metadata` custom section of a policy module, found as the
-//!   host finds it.
 //!
 //! ```
 //! use host_sim::{AnswerCache, ListQuery, ObjectStore};
@@ -30,7 +28,6 @@
 pub mod answer;
 pub mod cache;
 pub mod mask;
-pub mod metadata;
 pub mod selector;
 pub mod store;
 

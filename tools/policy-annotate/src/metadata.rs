@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-/// Custom section kwctl writes the JSON metadata into: the one host-sim reads.
-pub use host_sim::metadata::METADATA_SECTION;
+/// Custom section kwctl writes the JSON metadata into.
+pub const METADATA_SECTION: &str = "io.kubewarden.metadata";
 
 /// Annotation kwctl sets to its own version on every module it annotates.
 pub const ANNOTATION_KWCTL_VERSION: &str = "io.kubewarden.kwctl";

@@ -169,12 +169,18 @@ pub fn annotate(wasm: &[u8], metadata: &Metadata) -> Result<Vec<u8>> {
     Ok(module.emit_wasm())
 }
 
-/// The raw bytes of every `io.kubewarden.metadata` section, in module order (found by
-/// `host_sim::metadata`, the reader the replay-runner uses too).
+/// The raw bytes of every `io.kubewarden.metadata` section, in module order.
 pub fn metadata_sections(wasm: &[u8]) -> Result<Vec<Vec<u8>>> {
-    let found = host_sim::metadata::metadata_sections(wasm)
-        .map_err(|e| anyhow!("cannot parse the WebAssembly module: {e}"))?;
-    Ok(found.into_iter().map(<[u8]>::to_vec).collect())
+    let mut found = Vec::new();
+    for payload in Parser::new(0).parse_all(wasm) {
+        match payload.context("cannot parse the WebAssembly module")? {
+            Payload::CustomSection(c) if c.name() == METADATA_SECTION => {
+                found.push(c.data().to_vec())
+            }
+            _ => {}
+        }
+    }
+    Ok(found)
 }
 
 /// The metadata a Kubewarden reader sees: the first `io.kubewarden.metadata` section.

@@ -19,6 +19,7 @@ pub mod cluster;
 pub mod engine;
 #[cfg(feature = "engine")]
 pub mod host;
+#[cfg(feature = "engine")]
 pub mod metadata;
 pub mod replay;
 pub mod session;
