@@ -12,8 +12,8 @@
 //!   applications is evaluated;
 //! - the Tenants above the namespace written to, one by one by name;
 //! - the applications (and child Tenants) of each namespace of the pools in question, one
-//!   namespace at a time, up to `NAMESPACE_LISTS` namespaces, then every application of the
-//!   cluster in one list;
+//!   namespace at a time, up to `NAMESPACE_LISTS` namespaces; a request whose pools need more
+//!   reads every application of the cluster in one list instead;
 //! - an instance type by name, only when an evaluation needs it.
 //!
 //! Every lookup is a list (the host serves lists from a watch cache: no API round trip per
@@ -61,8 +61,8 @@ pub enum Lookup {
     Tenant { namespace: String, release: String },
     /// Every application of one namespace (its child Tenants included).
     Applications { namespace: String },
-    /// Every application of the cluster: the ledger's one read, and an admission's once it
-    /// has listed `NAMESPACE_LISTS` namespaces one by one.
+    /// Every application of the cluster: the ledger's one read, and an admission's once its
+    /// pools need more than `NAMESPACE_LISTS` namespaces.
     AllApplications,
     /// Every VirtualMachineClusterInstancetype, pruned to its sizes: one list for all, for the
     /// same reason (the hundred a Cozystack installs are small once pruned: their description

@@ -124,8 +124,8 @@ pub struct Context<'k> {
     owners: RefCell<HashMap<String, Result<Option<Tenant>, ContextError>>>,
     /// The namespaces listed, by name.
     listings: RefCell<BTreeMap<String, Result<Rc<Listing>, ContextError>>>,
-    /// Every application of the cluster, read in one list once the request has listed
-    /// [`NAMESPACE_LISTS`] namespaces one by one.
+    /// Every application of the cluster, read in one list once the request's pools need
+    /// more than [`NAMESPACE_LISTS`] namespaces.
     broad: OnceCell<Result<scope::Broad, ContextError>>,
     /// Every application has been read at once ([`Context::read_whole_cluster`]): a namespace
     /// not in `listings` holds none, and no lookup of applications or tenants is made again.

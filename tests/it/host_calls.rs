@@ -1,6 +1,7 @@
 //! The policy's host calls: how many, in what order, with which field masks, and what a
 //! misbehaving host gets.
 
+use rstest::rstest;
 use serde_json::{Value, json};
 
 use crate::common::*;
@@ -340,21 +341,25 @@ fn the_instance_types_are_read_once_and_not_for_a_name_no_object_can_have() {
     assert_eq!(instance_types(&k8s), [Lookup::InstanceTypes]);
 }
 
-/// tenant-root -> foo (bounds storage at `budget`) holding one 1Gi disk, with 11 unbounded
+/// tenant-root -> foo (bounds storage at `budget` Gi) holding one 1Gi disk, with unbounded
 /// sub-tenants of one 1Gi disk each and a carve-out bounded at 1Gi holding 1Gi: foo's pool
-/// spans 12 namespaces, reserves 12Gi and has 1Gi carved out.
-fn foo_of_twelve_namespaces(budget: &str) -> Fixture {
+/// spans `namespaces` namespaces, reserves 1Gi in each and has 1Gi carved out.
+fn foo_of_namespaces(namespaces: usize, budget: usize) -> Fixture {
     let disk = |ns: &str, name: &str, size: &str| {
         application("VMDisk", ns, name, json!({"storage": size}))
     };
     let mut objects = vec![
         tenant("tenant-root", "root", json!({})),
-        tenant("tenant-root", "foo", json!({"storage": budget})),
+        tenant(
+            "tenant-root",
+            "foo",
+            json!({"storage": format!("{budget}Gi")}),
+        ),
         disk("tenant-foo", "d", "1Gi"),
         tenant("tenant-foo", "carve", json!({"storage": "1Gi"})),
         disk("tenant-foo-carve", "d", "1Gi"),
     ];
-    for i in 0..11 {
+    for i in 1..namespaces {
         objects.push(tenant("tenant-foo", &format!("s{i}"), json!({})));
         objects.push(disk(&format!("tenant-foo-s{i}"), "d", "1Gi"));
     }
@@ -362,9 +367,17 @@ fn foo_of_twelve_namespaces(budget: &str) -> Fixture {
     cluster(objects)
 }
 
-#[test]
-fn a_pool_of_many_namespaces_is_read_in_one_broad_list_after_the_first_ones() {
-    let full = foo_of_twelve_namespaces("13Gi");
+/// A pool of up to NAMESPACE_LISTS namespaces is listed namespace by namespace, its cost
+/// following the pool; one of more is read from one list of every application as soon as the
+/// walk sees that it needs more (here: once foo's namespace is listed), before it lists the
+/// rest one by one: one reflector in the engine instead of one per namespace. Either way the
+/// verdict and the sums are the same.
+#[rstest]
+#[case::within_the_cap(tenant_reservation_policy::NAMESPACE_LISTS, false)]
+#[case::past_the_cap(tenant_reservation_policy::NAMESPACE_LISTS + 4, true)]
+fn a_pool_is_listed_by_namespace_up_to_the_cap(#[case] namespaces: usize, #[case] broad: bool) {
+    // The pool's disks, the carve-out's 1Gi and the new 1Gi: one more Gi than the budget.
+    let full = foo_of_namespaces(namespaces, namespaces + 1);
     let refused = create(
         &full,
         "VMDisk",
@@ -372,15 +385,10 @@ fn a_pool_of_many_namespaces_is_read_in_one_broad_list_after_the_first_ones() {
         "new",
         json!({"storage": "1Gi"}),
     );
-    assert!(
-        !refused.allowed,
-        "12Gi reserved, 1Gi carved of 13Gi: {refused:?}"
-    );
-    assert!(
-        message(&refused).contains("reserved 12Gi by 12 applications"),
-        "{refused:?}"
-    );
-    let room = foo_of_twelve_namespaces("14Gi");
+    assert!(!refused.allowed, "{refused:?}");
+    let want = format!("reserved {namespaces}Gi by {namespaces} applications");
+    assert!(message(&refused).contains(&want), "{refused:?}");
+    let room = foo_of_namespaces(namespaces, namespaces + 2);
     let allowed = create(
         &room,
         "VMDisk",
@@ -395,15 +403,18 @@ fn a_pool_of_many_namespaces_is_read_in_one_broad_list_after_the_first_ones() {
         .into_iter()
         .filter(|l| matches!(l, Lookup::Applications { .. } | Lookup::AllApplications))
         .collect();
-    // The first NAMESPACE_LISTS namespaces of the walk one by one, then one list of every
-    // application: one reflector in the engine instead of one per further namespace.
-    let one_by_one: Vec<&Lookup> = listed
+    let one_by_one = listed
         .iter()
         .filter(|l| matches!(l, Lookup::Applications { .. }))
-        .collect();
-    assert_eq!(one_by_one.len(), tenant_reservation_policy::NAMESPACE_LISTS);
-    assert_eq!(listed.last(), Some(&Lookup::AllApplications));
-    assert_eq!(listed.len(), tenant_reservation_policy::NAMESPACE_LISTS + 1);
+        .count();
+    if broad {
+        assert_eq!(one_by_one, 1, "{listed:?}");
+        assert_eq!(listed.last(), Some(&Lookup::AllApplications));
+        assert_eq!(listed.len(), 2);
+    } else {
+        assert_eq!(one_by_one, namespaces, "{listed:?}");
+        assert!(!listed.contains(&Lookup::AllApplications));
+    }
     // The carve-out's disk is not the pool's, though the broad list holds it.
     assert!(!listed.contains(&Lookup::Applications {
         namespace: "tenant-foo-carve".into()
