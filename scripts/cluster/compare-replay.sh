@@ -19,19 +19,10 @@ runner=${REPLAY_RUNNER:-$repo/tools/target/release/replay-runner}
 [ -x "$runner" ] || { echo "compare-replay: no $runner (make replay-runner)" >&2; exit 2; }
 [ -f annotated-policy.wasm ] || { echo "compare-replay: no annotated-policy.wasm (make annotated-policy.wasm)" >&2; exit 2; }
 
-dir=$(mktemp -d "${TMPDIR:-/tmp}/compare-replay.XXXXXX")
-cleanup() {
-    bash "$here/policy-server.sh" down "$dir" >/dev/null 2>&1 || true
-    bash "$here/control-plane.sh" down "$dir" >/dev/null 2>&1 || true
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-
-bash "$here/control-plane.sh" up "$dir" >"$dir/up.log" 2>&1 || { cat "$dir/up.log" >&2; exit 1; }
-bash "$here/cozystack-apps.sh" install "$dir"
+# shellcheck source=scripts/cluster/scratch-cluster.bash
+source "$here/scratch-cluster.bash"
+scratch_cluster compare-replay
 bash "$here/policy-server.sh" up "$dir" --mode protect >/dev/null
-# shellcheck disable=SC1091
-source "$dir/env"
 
 app() { # app KIND NAMESPACE NAME SPEC_JSON
     printf '{"apiVersion":"apps.cozystack.io/v1alpha1","kind":"%s","metadata":{"name":"%s","namespace":"%s"},"spec":%s}\n' "$1" "$3" "$2" "$4"

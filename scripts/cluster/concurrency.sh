@@ -30,17 +30,9 @@ done
 clients=("$@")
 [ ${#clients[@]} -gt 0 ] || clients=(2 8 32)
 
-dir=$(mktemp -d "${TMPDIR:-/tmp}/concurrency.XXXXXX")
-cleanup() {
-    bash "$here/cozystack-apps.sh" watcher "$dir" stop >/dev/null 2>&1 || true
-    bash "$here/policy-server.sh" down "$dir" >/dev/null 2>&1 || true
-    bash "$here/control-plane.sh" down "$dir" >/dev/null 2>&1 || true
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-
-bash "$here/control-plane.sh" up "$dir" >"$dir/up.log" 2>&1 || { cat "$dir/up.log" >&2; exit 1; }
-bash "$here/cozystack-apps.sh" install "$dir"
+# shellcheck source=scripts/cluster/scratch-cluster.bash
+source "$here/scratch-cluster.bash"
+scratch_cluster concurrency
 bash "$here/policy-server.sh" up "$dir" --mode protect >/dev/null
 # Releases are stored by the stand-in's watcher (the smallest gap between an admitted write
 # and its HelmRelease this stand-in offers; Cozystack's storage has none), so that clients are
@@ -67,21 +59,7 @@ for n in "${clients[@]}"; do
         for i in $(seq "$n"); do
             app VMInstance "$ns" "vm$i" '{"instanceType":"u1.small"}' >"$run/vm$i.json"
         done
-        pids=()
-        for i in $(seq "$n"); do
-            (
-                while [ ! -e "$run/go" ]; do sleep 0.005; done
-                if kubectl create -f "$run/vm$i.json" >"$run/vm$i.out" 2>&1; then
-                    echo admitted >"$run/vm$i.rc"
-                else
-                    echo refused >"$run/vm$i.rc"
-                fi
-            ) &
-            pids+=($!)
-        done
-        sleep 0.5
-        touch "$run/go"
-        for p in "${pids[@]}"; do wait "$p" || true; done
+        burst "$run"
         admitted=$(grep -l admitted "$run"/*.rc 2>/dev/null | wc -l)
         refused=$((n - admitted))
         stored=$(kubectl get vminstances -n "$ns" -o name | wc -l)

@@ -5,6 +5,8 @@
 #
 #   control-plane.sh up DIR     start; writes DIR/kubeconfig (admin), DIR/env (source it), logs
 #   control-plane.sh down DIR   stop what `up DIR` started (safe to call twice)
+#   control-plane.sh stop DIR etcd|kube-apiserver [SIGNAL]   stop one (fault tests)
+#   control-plane.sh start DIR etcd|kube-apiserver           start it again as `up` did
 #   control-plane.sh check      exit 0 when etcd and kube-apiserver are found; else one line why
 #
 # Ports are picked free on 127.0.0.1 at each start, so runs do not collide. DIR/env exports
@@ -65,24 +67,34 @@ make_pki() { # make_pki DIR
 }
 
 start_etcd() { # start_etcd DIR BIN CLIENT PEER METRICS
-    local dir=$1 bin=$2 help
+    local dir=$1 bin=$2 help cmd
     # Read the whole help before matching: `--help | grep -q` under pipefail fails when grep
     # exits first and etcd dies of SIGPIPE on its next line (it did, once, in CI).
     help=$("$bin" --help 2>&1 || true)
     if grep -q -- '-client-url' <<<"$help"; then
         # ../shared/tools/etcd: a minimal command line.
-        "$bin" --data-dir "$dir/etcd" --client-url "http://127.0.0.1:$3" \
-            --peer-url "http://127.0.0.1:$4" --metrics-url "http://127.0.0.1:$5" \
-            >"$dir/etcd.log" 2>&1 &
+        cmd=("$bin" --data-dir "$dir/etcd" --client-url "http://127.0.0.1:$3"
+            --peer-url "http://127.0.0.1:$4" --metrics-url "http://127.0.0.1:$5")
     else
         # Debian's etcd-server and upstream etcd.
-        "$bin" --data-dir "$dir/etcd" --name test \
-            --listen-client-urls "http://127.0.0.1:$3" --advertise-client-urls "http://127.0.0.1:$3" \
-            --listen-peer-urls "http://127.0.0.1:$4" --initial-advertise-peer-urls "http://127.0.0.1:$4" \
-            --initial-cluster "test=http://127.0.0.1:$4" --listen-metrics-urls "http://127.0.0.1:$5" \
-            >"$dir/etcd.log" 2>&1 &
+        cmd=("$bin" --data-dir "$dir/etcd" --name test
+            --listen-client-urls "http://127.0.0.1:$3" --advertise-client-urls "http://127.0.0.1:$3"
+            --listen-peer-urls "http://127.0.0.1:$4" --initial-advertise-peer-urls "http://127.0.0.1:$4"
+            --initial-cluster "test=http://127.0.0.1:$4" --listen-metrics-urls "http://127.0.0.1:$5")
     fi
-    echo $! >"$dir/etcd.pid"
+    # Kept, so that `start DIR etcd` starts it again as it was (fault tests).
+    printf '%s\n' "${cmd[@]}" >"$dir/etcd.cmd"
+    echo "curl -sf http://127.0.0.1:$3/health" >"$dir/etcd.ready"
+    launch "$dir" etcd
+}
+
+# launch DIR NAME: runs the command line kept in DIR/NAME.cmd (one argument a line) in the
+# background, its output appended to DIR/NAME.log, its pid in DIR/NAME.pid.
+launch() {
+    local cmd
+    mapfile -t cmd <"$1/$2.cmd"
+    "${cmd[@]}" >>"$1/$2.log" 2>&1 &
+    echo $! >"$1/$2.pid"
 }
 
 up() {
@@ -102,7 +114,7 @@ up() {
 
     token=$(openssl rand -hex 16)
     echo "$token,admin,admin,system:masters" >"$dir/pki/tokens.csv"
-    "$apiserver" \
+    printf '%s\n' "$apiserver" \
         --etcd-servers "http://127.0.0.1:$client" \
         --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$port" \
         --tls-cert-file "$dir/pki/apiserver.crt" --tls-private-key-file "$dir/pki/apiserver.key" \
@@ -114,8 +126,9 @@ up() {
         --service-account-signing-key-file "$dir/pki/sa.key" \
         --service-cluster-ip-range 10.96.0.0/24 \
         --allow-privileged=false \
-        >"$dir/kube-apiserver.log" 2>&1 &
-    echo $! >"$dir/kube-apiserver.pid"
+        >"$dir/kube-apiserver.cmd"
+    : >"$dir/kube-apiserver.log"
+    launch "$dir" kube-apiserver
 
     local url=https://127.0.0.1:$port
     cat >"$dir/kubeconfig" <<EOF
@@ -139,12 +152,36 @@ export APISERVER_CA="$dir/pki/ca.crt"
 export ADMIN_TOKEN="$token"
 export ETCD_METRICS_URL="http://127.0.0.1:$metrics"
 EOF
+    echo "curl -sf --cacert $dir/pki/ca.crt -H 'Authorization: Bearer $token' $url/readyz" >"$dir/kube-apiserver.ready"
     wait_for 60 kube-apiserver curl -sf --cacert "$dir/pki/ca.crt" -H "Authorization: Bearer $token" "$url/readyz" ||
         fail_with_log "$dir/kube-apiserver.log"
 
     KUBECONFIG=$dir/kubeconfig kubectl apply -f "$crds" >"$dir/crds.log"
     KUBECONFIG=$dir/kubeconfig kubectl wait --for condition=Established --timeout 60s crd --all >>"$dir/crds.log"
     echo "control-plane: up at $url (source $dir/env)" >&2
+}
+
+# stop DIR NAME [SIGNAL]: stops one of them (etcd, kube-apiserver), TERM then KILL, or with SIGNAL
+# alone (KILL: a crash); `start DIR NAME` starts it again with the same command line and data
+# (fault tests: fault.bats). start waits (bounded) until it answers its health check.
+stop_one() {
+    local dir=$1 name=$2 sig=${3:-TERM} pid
+    [ -f "$dir/$name.pid" ] || return 0
+    pid=$(cat "$dir/$name.pid")
+    if kill -s "$sig" "$pid" 2>/dev/null; then
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$pid" 2>/dev/null || true
+    fi
+    rm -f "$dir/$name.pid"
+}
+
+start_one() {
+    local dir=$1 name=$2 ready
+    [ -f "$dir/$name.cmd" ] || { echo "control-plane: no $dir/$name.cmd (run up first)" >&2; return 1; }
+    [ -f "$dir/$name.pid" ] && kill -0 "$(cat "$dir/$name.pid")" 2>/dev/null && return 0
+    launch "$dir" "$name"
+    ready=$(cat "$dir/$name.ready")
+    wait_for 60 "$name" bash -c "$ready" || fail_with_log "$dir/$name.log"
 }
 
 down() {
@@ -178,10 +215,12 @@ check() {
 
 case "${1:-}" in
 up) up "${2:?usage: control-plane.sh up DIR}" ;;
+stop) stop_one "${2:?usage: control-plane.sh stop DIR NAME [SIGNAL]}" "${3:?etcd|kube-apiserver}" "${4:-TERM}" ;;
+start) start_one "${2:?usage: control-plane.sh start DIR NAME}" "${3:?etcd|kube-apiserver}" ;;
 down) down "${2:?usage: control-plane.sh down DIR}" ;;
 check) check ;;
 *)
-    echo "usage: control-plane.sh up DIR | down DIR | check" >&2
+    echo "usage: control-plane.sh up DIR | down DIR | stop DIR NAME [SIGNAL] | start DIR NAME | check" >&2
     exit 2
     ;;
 esac

@@ -29,6 +29,7 @@ Stdlib + PyYAML only.
 import json
 import os
 import sys
+import time
 
 import yaml
 
@@ -240,7 +241,10 @@ def api(method, path, body=None, content_type="application/json"):
 def resource_path(doc):
     group_version = doc["apiVersion"]
     prefix = "/api/v1" if group_version == "v1" else "/apis/" + group_version
-    plural = {"HelmRelease": "helmreleases", "Namespace": "namespaces"}[doc["kind"]]
+    # Every kind tenant_tree and release emit (a kind missing here stopped the watcher from
+    # storing a Tenant's tree, its own release included: the pool went unbounded).
+    plural = {"HelmRelease": "helmreleases", "Namespace": "namespaces",
+              "ResourceQuota": "resourcequotas"}[doc["kind"]]
     ns = doc["metadata"].get("namespace")
     where = f"/namespaces/{ns}" if ns else ""
     return f"{prefix}{where}/{plural}/{doc['metadata']['name']}"
@@ -279,6 +283,8 @@ def watch_kind(definition):
         except Exception as e:  # a closed watch or an expired version: start again
             print(f"stand-in: watch {plural}: {e}", file=sys.stderr)
             version = ""
+            # The API server may be down (fault tests restart it): do not spin.
+            time.sleep(0.2)
 
 
 def main():

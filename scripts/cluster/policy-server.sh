@@ -38,6 +38,13 @@
 #                              e.g. a ClusterRole lacking a permission)
 #   --no-webhook               do not register the ValidatingWebhookConfiguration (PS_WEBHOOK=0)
 #   --log-level LEVEL          policy-server's log level (PS_LOG_LEVEL; default info)
+#   --apiserver URL            the API server policy-server talks to (PS_APISERVER; default the
+#                              control plane's; e.g. a delaying proxy in front of it)
+#
+#   policy-server.sh restart DIR [OPTIONS]
+#       start it again after it died (or was killed) on the ports, kubeconfig and webhook of the
+#       last `up`, as a restarted pod behind the same Service; the log is appended to. Waits
+#       for readiness, not for the webhook.
 #
 # Files in DIR/policy-server/: policies.yml, kubeconfig (the ServiceAccount's), webhook.yaml,
 # policy-server.{crt,key} (in DIR/pki), policy-server.log, pid, url, port.
@@ -79,6 +86,7 @@ module=${PS_MODULE:-$repo/annotated-policy.wasm}
 rbac=${PS_RBAC:-}
 webhook=${PS_WEBHOOK:-1}
 log_level=${PS_LOG_LEVEL:-info}
+apiserver=${PS_APISERVER:-}
 
 parse_options() {
     while [ $# -gt 0 ]; do
@@ -90,6 +98,7 @@ parse_options() {
         --rbac) rbac=${2:?--rbac FILE} && shift 2 ;;
         --no-webhook) webhook=0 && shift ;;
         --log-level) log_level=${2:?--log-level LEVEL} && shift 2 ;;
+        --apiserver) apiserver=${2:?--apiserver URL} && shift 2 ;;
         *) die "unknown option $1" ;;
         esac
     done
@@ -185,13 +194,14 @@ start_policy_server() {
             --policies "$ps_dir/policies.yml" --policies-download-dir "$ps_dir/downloads" \
             --sigstore-cache-dir "$ps_dir/sigstore" "${trust[@]}" \
             --policy-timeout "$policy_timeout" --log-level "$log_level" --log-no-color \
-            >"$ps_dir/policy-server.log" 2>&1
+            >>"$ps_dir/policy-server.log" 2>&1
     ) &
     pid=$!
     echo "$pid" >"$ps_dir/pid"
     url=https://127.0.0.1:$port
     echo "$url" >"$ps_dir/url"
     echo "$port" >"$ps_dir/port"
+    echo "$ready_port" >"$ps_dir/ready-port"
 
     local deadline=$((SECONDS + ${PS_READY_TIMEOUT:-120}))
     until curl -sf "http://127.0.0.1:$ready_port/readiness" >/dev/null 2>&1; do
@@ -239,7 +249,7 @@ apiVersion: v1
 kind: Config
 clusters:
   - name: test
-    cluster: { server: "$APISERVER_URL", certificate-authority: "$APISERVER_CA" }
+    cluster: { server: "${apiserver:-$APISERVER_URL}", certificate-authority: "$APISERVER_CA" }
 users:
   - name: $SA_NAME
     user: { token: "$token" }
@@ -259,6 +269,7 @@ EOF
     # use" start again on new ports, up to three times.
     for attempt in 1 2 3; do
         read -r port ready_port < <(free_ports 2)
+        : >"$ps_dir/policy-server.log"
         start_policy_server && break
         grep -q "Address already in use" "$ps_dir/policy-server.log" && [ "$attempt" -lt 3 ] || {
             tail -20 "$ps_dir/policy-server.log" >&2
@@ -286,6 +297,24 @@ EOF
     echo "$url"
 }
 
+restart() {
+    local dir=$1 ps_dir bin port ready_port pid url
+    shift
+    parse_options "$@"
+    dir=$(cd "$dir" && pwd)
+    ps_dir=$dir/policy-server
+    [ -f "$ps_dir/ready-port" ] || die "no $ps_dir/ready-port: run up first"
+    bin=$(bash "$here/find-tool.sh" policy-server)
+    port=$(cat "$ps_dir/port")
+    ready_port=$(cat "$ps_dir/ready-port")
+    local trust=() tc
+    tc="$(dirname "$bin")/offline-trust-config.json"
+    [ -f "$tc" ] && trust=(--sigstore-trust-config "$tc")
+    echo "--- policy-server.sh restart" >>"$ps_dir/policy-server.log"
+    start_policy_server || die "policy-server exited before it was ready (log: $ps_dir/policy-server.log)"
+    echo "$url"
+}
+
 down() {
     local dir=$1 ps_dir pid
     ps_dir=$dir/policy-server
@@ -310,6 +339,10 @@ up)
     up "${1:?usage: policy-server.sh up DIR [OPTIONS]}" "${@:2}"
     ;;
 down) down "${2:?usage: policy-server.sh down DIR}" ;;
+restart)
+    shift
+    restart "${1:?usage: policy-server.sh restart DIR [OPTIONS]}" "${@:2}"
+    ;;
 policies)
     shift
     parse_options "$@"
