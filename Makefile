@@ -272,3 +272,32 @@ plugin-test:
 .PHONY: cluster-concurrency
 cluster-concurrency: annotated-policy.wasm
 	bash scripts/cluster/concurrency.sh
+
+# fault.bats: faults in the real engine (policy-server killed mid-burst, kube-apiserver and etcd
+# restarted, the ServiceAccount's permission removed, a slow API server, an unreadable stored
+# release); figures on fd 3 (docs/threat-model.md, "Faults"); each pool's final state checked by
+# the ledger (built here). Skipped, in one line, where the engine's binaries are absent.
+.PHONY: fault-test
+fault-test: annotated-policy.wasm
+	@if why=$$(bash scripts/cluster/control-plane.sh check) && [ -n "$$(bash scripts/cluster/find-tool.sh policy-server 2>/dev/null)" ]; then \
+		cargo build --release --locked --manifest-path $(TOOLS_MANIFEST) -p ledger && \
+		bats=$$(bash scripts/ensure-bats.sh) && LEDGER=$(CURDIR)/$(LEDGER) "$$bats" fault.bats; \
+	else \
+		echo "skipping make fault-test: $${why:-no policy-server (\$$POLICY_SERVER, PATH, ../shared/tools)}"; \
+	fi
+
+# scripts/cluster/cold-burst.sh: N = 2, 8, 32 writes at once into one pool of COLD_APPS (10000)
+# applications on a fresh policy-server: the HelmRelease LISTs and watches the API server sees,
+# reflectors, RSS.
+.PHONY: cold-burst
+cold-burst: annotated-policy.wasm
+	bash scripts/cluster/cold-burst.sh
+
+# scripts/cluster/soak.sh: SOAK_MINUTES (20) at half the measured throughput, tenants created
+# and deleted throughout; policy-server RSS, reflectors and watches over time, every pool checked
+# by the ledger at the end. Not part of .ci/run.
+SOAK_MINUTES ?= 20
+.PHONY: soak
+soak: annotated-policy.wasm
+	cargo build --release --locked --manifest-path $(TOOLS_MANIFEST) -p ledger
+	LEDGER=$(CURDIR)/$(LEDGER) bash scripts/cluster/soak.sh $(SOAK_MINUTES)
