@@ -276,11 +276,12 @@ cluster-concurrency: annotated-policy.wasm
 # fault.bats: faults in the real engine (policy-server killed mid-burst, kube-apiserver and etcd
 # restarted, the ServiceAccount's permission removed, a slow API server, an unreadable stored
 # release); figures on fd 3 (docs/threat-model.md, "Faults"); each pool's final state checked by
-# the ledger (built here). Skipped, in one line, where the engine's binaries are absent.
+# the ledger (built with every tool: scripts/build-tools.sh says why). Skipped, in one line,
+# where the engine's binaries are absent.
 .PHONY: fault-test
 fault-test: annotated-policy.wasm
 	@if why=$$(bash scripts/cluster/control-plane.sh check) && [ -n "$$(bash scripts/cluster/find-tool.sh policy-server 2>/dev/null)" ]; then \
-		cargo build --release --locked --manifest-path $(TOOLS_MANIFEST) -p ledger && \
+		bash scripts/build-tools.sh && \
 		bats=$$(bash scripts/ensure-bats.sh) && LEDGER=$(CURDIR)/$(LEDGER) "$$bats" fault.bats; \
 	else \
 		echo "skipping make fault-test: $${why:-no policy-server (\$$POLICY_SERVER, PATH, ../shared/tools)}"; \
@@ -299,5 +300,5 @@ cold-burst: annotated-policy.wasm
 SOAK_MINUTES ?= 20
 .PHONY: soak
 soak: annotated-policy.wasm
-	cargo build --release --locked --manifest-path $(TOOLS_MANIFEST) -p ledger
+	bash scripts/build-tools.sh
 	LEDGER=$(CURDIR)/$(LEDGER) bash scripts/cluster/soak.sh $(SOAK_MINUTES)
