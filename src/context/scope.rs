@@ -139,11 +139,14 @@ impl Context<'_> {
             }
             // This namespace and the queued ones not listed yet: when they would take the
             // request past NAMESPACE_LISTS, the broad list serves them all, before any more
-            // is listed alone.
-            let pending = 1 + queue
-                .iter()
-                .filter(|n| !self.listings.borrow().contains_key(n.as_str()))
-                .count();
+            // is listed alone. Counted only while that choice is open: not again for each
+            // namespace of a large pool once the broad list is read.
+            let pending = || {
+                1 + queue
+                    .iter()
+                    .filter(|n| !self.listings.borrow().contains_key(n.as_str()))
+                    .count()
+            };
             let listing = self.listing_of(&namespace, pending)?;
             for child in &listing.tenants {
                 tenancy.insert(child.clone());
@@ -157,20 +160,25 @@ impl Context<'_> {
 
     /// The applications and child Tenants of `namespace`.
     pub(crate) fn listing(&self, namespace: &str) -> Result<Rc<Listing>, ContextError> {
-        self.listing_of(namespace, 1)
+        self.listing_of(namespace, || 1)
     }
 
-    /// The listing of `namespace` when `pending` namespaces not listed yet, this one
+    /// The listing of `namespace` when `pending()` namespaces not listed yet, this one
     /// included, are known to be needed: from one list of every application once the broad
     /// list is read or the pending ones would pass [`NAMESPACE_LISTS`], else listed alone.
-    fn listing_of(&self, namespace: &str, pending: usize) -> Result<Rc<Listing>, ContextError> {
+    fn listing_of(
+        &self,
+        namespace: &str,
+        pending: impl FnOnce() -> usize,
+    ) -> Result<Rc<Listing>, ContextError> {
         if let Some(known) = self.listings.borrow().get(namespace) {
             return known.clone();
         }
         if self.whole.get() {
             return Ok(Rc::new(Listing::default()));
         }
-        if self.broad.get().is_some() || self.listings.borrow().len() + pending > NAMESPACE_LISTS {
+        if self.broad.get().is_some() || self.listings.borrow().len() + pending() > NAMESPACE_LISTS
+        {
             let listing = self
                 .broad()
                 .map(|all| all.get(namespace).cloned().unwrap_or_default());
