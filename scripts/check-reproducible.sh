@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Two clean builds of policy.wasm must be byte-identical.
+# Two builds of policy.wasm must be byte-identical.
 #
-# One snapshot of this checkout's sources (uncommitted edits included) is unpacked twice:
-# Build A: at one path, into a fresh target directory, with this CARGO_HOME.
-# Build B: at another path, into another fresh target directory, with another CARGO_HOME
-#          (sharing this one's downloaded registry, so no network).
+# Build A: this checkout's own `make policy.wasm` (its target directory and CARGO_HOME; clean on
+#          a fresh clone, as in CI). Later steps use this module, so the check costs one build.
+# Build B: a snapshot of this checkout's sources (uncommitted edits included), unpacked at
+#          another path, built into a fresh target directory with another CARGO_HOME (sharing
+#          this one's downloaded registry, so no network).
 # Both go through `make policy.wasm` (so with the release workflow's exact flags: --locked, the
 # pinned toolchain, the path remapping). The script prints both sha256s and fails when they
 # differ, or when an absolute path of the build machine is left in the module.
@@ -18,13 +19,12 @@ source "$root/scripts/portable.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/repro.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# A snapshot, so that both builds read the same bytes even while the checkout is being edited.
+# A snapshot of the sources for build B.
 tar -C "$root" \
     --exclude=./target --exclude=./tools/target --exclude=./fuzz/target --exclude=./.git \
     --exclude=./policy.wasm --exclude=./annotated-policy.wasm \
     -cf "$work/sources.tar" .
-mkdir -p "$work/src-a" "$work/nested/path/src-b"
-tar -C "$work/src-a" -xf "$work/sources.tar"
+mkdir -p "$work/nested/path/src-b"
 tar -C "$work/nested/path/src-b" -xf "$work/sources.tar"
 
 cargo_home=${CARGO_HOME:-$HOME/.cargo}
@@ -32,22 +32,19 @@ mkdir -p "$work/cargo-home-b"
 [ -d "$cargo_home/registry" ] && ln -s "$cargo_home/registry" "$work/cargo-home-b/registry"
 [ -d "$cargo_home/git" ] && ln -s "$cargo_home/git" "$work/cargo-home-b/git"
 
-build() { # <source dir> <target dir> <output> <cargo home>
-    CARGO_HOME="$4" make --no-print-directory -B -C "$1" policy.wasm \
-        TARGET_DIR="$2" WASM_OUT="$3" >"$2.log" 2>&1
-}
-
 # The two builds run side by side: most of each is the single-threaded LTO step.
-echo "== clean build A: $work/src-a, target dir $work/target-a, CARGO_HOME $cargo_home"
+echo "== build A: $root (make policy.wasm), CARGO_HOME $cargo_home"
 echo "== clean build B: $work/nested/path/src-b, target dir $work/target-b, CARGO_HOME $work/cargo-home-b"
 start=$SECONDS
-build "$work/src-a" "$work/target-a" "$work/a.wasm" "$cargo_home" & pid_a=$!
-build "$work/nested/path/src-b" "$work/target-b" "$work/b.wasm" "$work/cargo-home-b" & pid_b=$!
+make --no-print-directory -C "$root" policy.wasm >"$work/build-a.log" 2>&1 & pid_a=$!
+CARGO_HOME="$work/cargo-home-b" make --no-print-directory -B -C "$work/nested/path/src-b" policy.wasm \
+    TARGET_DIR="$work/target-b" WASM_OUT="$work/b.wasm" >"$work/build-b.log" 2>&1 & pid_b=$!
 failed=0
-wait $pid_a || { cat "$work/target-a.log"; echo "check-reproducible: build A failed" >&2; failed=1; }
-wait $pid_b || { cat "$work/target-b.log"; echo "check-reproducible: build B failed" >&2; failed=1; }
+wait $pid_a || { cat "$work/build-a.log"; echo "check-reproducible: build A failed" >&2; failed=1; }
+wait $pid_b || { cat "$work/build-b.log"; echo "check-reproducible: build B failed" >&2; failed=1; }
 [ $failed -eq 0 ] || exit 1
 echo "   both done in $((SECONDS - start))s"
+cp "$root/policy.wasm" "$work/a.wasm"
 
 sha_a=$(sha256_of "$work/a.wasm")
 sha_b=$(sha256_of "$work/b.wasm")
@@ -76,6 +73,6 @@ for leak in "$root" "$work" "$cargo_home" "$HOME/.rustup"; do
 done
 
 if [ $status -eq 0 ]; then
-    echo "check-reproducible: OK: two clean builds are byte-identical, no build paths in the module"
+    echo "check-reproducible: OK: the two builds are byte-identical, no build paths in the module"
 fi
 exit $status

@@ -18,7 +18,6 @@ cd "$(dirname "$0")/.."
 
 SCENARIOS=test_data/scenarios
 EXAMPLE=test_data/example
-WASM_TARGET=wasm32-wasip1
 
 # Whether $1 exists and is newer than every input of the policy build.
 fresh() {
@@ -33,9 +32,10 @@ elif fresh annotated-policy.wasm; then
 elif fresh policy.wasm; then
     policy=policy.wasm
 else
+    # Through make: the release flags of every other build, so the build is made once.
     echo "record-sessions: building the policy" >&2
-    cargo build --release --target "$WASM_TARGET" --locked
-    policy=target/$WASM_TARGET/release/tenant_reservation_policy.wasm
+    make --no-print-directory policy.wasm >&2
+    policy=policy.wasm
 fi
 
 if [ -n "${REPLAY_RUNNER:-}" ]; then
