@@ -10,7 +10,9 @@ For each pool: control-plane.sh up, load.py, then for each module:
   - warm: sequential requests to that policy-server (p50, p99);
   - writes/s (pool of 20 only): parallel clients for a few seconds;
   - reflectors: the API server's WATCH and LIST requests on HelmReleases during the cold request,
-    from /metrics apiserver_request_total; policy-server's RSS after the warm series.
+    from /metrics apiserver_request_total; policy-server's RSS after the warm series;
+  - with --warm-up-namespace NS: the cold write again on fresh policy-servers that first answered
+    the same object written into NS (another pool), as a warm-up after a rollout would.
 policy-server runs as the controller configures it (policies.yml keyed by the policy id,
 contextAwareResources of deploy/, hostCapabilities ["*"], --policy-timeout as given), with the
 control plane's admin kubeconfig, TLS from the run's CA, and is fed over HTTPS at
@@ -199,6 +201,18 @@ def kwctl_cold(env, module, dump, runs):
     return times, verdicts
 
 
+def moved(review, namespace):
+    """The review's object written into another namespace (a warm-up request)."""
+    r = json.loads(json.dumps(review))
+    req = r["request"]
+    req["namespace"] = namespace
+    req["uid"] = req.get("uid", "") + "-warm-up"
+    for key in ("object", "oldObject"):
+        if isinstance(req.get(key), dict):
+            req[key].setdefault("metadata", {})["namespace"] = namespace
+    return json.dumps(r).encode()
+
+
 def throughput(ps, body, clients, seconds):
     done, lat, stop = [0], [], time.monotonic() + seconds
     lock = threading.Lock()
@@ -236,6 +250,8 @@ def main():
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--json", help="write the figures here too")
+    ap.add_argument("--warm-up-namespace", help="also time each cold write after a warm-up: one "
+                    "review of the same object into this namespace (another pool) first")
     a = ap.parse_args()
     modules = [m.split("=", 1) for m in a.module]
     rows = []
@@ -291,6 +307,21 @@ def main():
                     finally:
                         ps.stop()
                 row["ps_cold_s"], row["ps_cold_verdicts"], row["helmrelease_requests_cold"] = cold, cold_v, reads
+                if a.warm_up_namespace:
+                    # The same cold write on fresh policy-servers that first answered one write
+                    # into another pool: the lists every request shares are then synced.
+                    warmed = moved(review, a.warm_up_namespace)
+                    for i in range(a.cold_runs):
+                        ps = PolicyServer(cp_dir, env, module, settings, a.policy_timeout, f"{name}-w{i}")
+                        try:
+                            wt, wv = ps.review(warmed)
+                            t, v = ps.review(body)
+                        finally:
+                            ps.stop()
+                        row.setdefault("warm_up_s", []).append(wt)
+                        row.setdefault("ps_cold_after_warm_up_s", []).append(t)
+                        row.setdefault("warm_up_verdicts", []).append(wv)
+                        row.setdefault("ps_cold_after_warm_up_verdicts", []).append(v)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
         finally:
@@ -307,6 +338,12 @@ def main():
               f"{r.get('warm_p99_s', float('nan'))*1000:>11.1f} "
               f"{'/'.join(str(hr.get(k, '-')) for k in ('LIST', 'WATCH', 'ALL')):>17} "
               f"{r.get('rss_mb', float('nan')):>7.0f} {r.get('writes_per_s', float('nan')):>8.0f}  {'; '.join(verdicts)}")
+    for r in rows:
+        if "warm_up_s" in r:
+            fmt = lambda xs: "/".join(f"{x:.2f}" for x in xs)
+            print(f"{r['module']:<8} {r['pool']:>6}: cold {fmt(r['ps_cold_s'])} s; after a warm-up "
+                  f"into {a.warm_up_namespace} ({fmt(r['warm_up_s'])} s): {fmt(r['ps_cold_after_warm_up_s'])} s  "
+                  f"{'; '.join(sorted(set(r['warm_up_verdicts'] + r['ps_cold_after_warm_up_verdicts'])))}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)
