@@ -19,6 +19,7 @@ control plane's admin kubeconfig, TLS from the run's CA, and is fed over HTTPS a
 /validate/<policy id>.
 """
 import argparse
+import copy
 import json
 import os
 import re
@@ -65,6 +66,10 @@ def source_env(path):
         if m:
             env[m.group(1)] = m.group(2)
     return env
+
+
+def seconds(xs):
+    return "/".join(f"{x:.2f}" for x in xs)
 
 
 def pct(values, p):
@@ -203,7 +208,7 @@ def kwctl_cold(env, module, dump, runs):
 
 def moved(review, namespace):
     """The review's object written into another namespace (a warm-up request)."""
-    r = json.loads(json.dumps(review))
+    r = copy.deepcopy(review)
     req = r["request"]
     req["namespace"] = namespace
     req["uid"] = req.get("uid", "") + "-warm-up"
@@ -330,19 +335,17 @@ def main():
     print(f"{'module':<8} {'pool':>6} {'ns':>4} {'kwctl cold s':>14} {'ps cold s':>14} "
           f"{'warm p50 ms':>11} {'warm p99 ms':>11} {'HR LIST/WATCH/API':>17} {'RSS MB':>7} {'writes/s':>8}  verdicts")
     for r in rows:
-        fmt = lambda xs: "/".join(f"{x:.2f}" for x in xs)
         hr = r["helmrelease_requests_cold"][0] if r["helmrelease_requests_cold"] else {}
         verdicts = sorted(set(r["kwctl_verdicts"] + r["ps_cold_verdicts"] + r.get("warm_verdicts", [])))
-        print(f"{r['module']:<8} {r['pool']:>6} {r['namespaces']:>4} {fmt(r['kwctl_cold_s']):>14} "
-              f"{fmt(r['ps_cold_s']):>14} {r.get('warm_p50_s', float('nan'))*1000:>11.1f} "
+        print(f"{r['module']:<8} {r['pool']:>6} {r['namespaces']:>4} {seconds(r['kwctl_cold_s']):>14} "
+              f"{seconds(r['ps_cold_s']):>14} {r.get('warm_p50_s', float('nan'))*1000:>11.1f} "
               f"{r.get('warm_p99_s', float('nan'))*1000:>11.1f} "
               f"{'/'.join(str(hr.get(k, '-')) for k in ('LIST', 'WATCH', 'ALL')):>17} "
               f"{r.get('rss_mb', float('nan')):>7.0f} {r.get('writes_per_s', float('nan')):>8.0f}  {'; '.join(verdicts)}")
     for r in rows:
         if "warm_up_s" in r:
-            fmt = lambda xs: "/".join(f"{x:.2f}" for x in xs)
-            print(f"{r['module']:<8} {r['pool']:>6}: cold {fmt(r['ps_cold_s'])} s; after a warm-up "
-                  f"into {a.warm_up_namespace} ({fmt(r['warm_up_s'])} s): {fmt(r['ps_cold_after_warm_up_s'])} s  "
+            print(f"{r['module']:<8} {r['pool']:>6}: cold {seconds(r['ps_cold_s'])} s; after a warm-up "
+                  f"into {a.warm_up_namespace} ({seconds(r['warm_up_s'])} s): {seconds(r['ps_cold_after_warm_up_s'])} s  "
                   f"{'; '.join(sorted(set(r['warm_up_verdicts'] + r['ps_cold_after_warm_up_verdicts'])))}")
     if a.json:
         with open(a.json, "w") as f:
