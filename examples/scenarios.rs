@@ -13,8 +13,9 @@
 //!   the proposed installation), the real instance types it references, and the HelmReleases
 //!   the Cozystack API server stores for its Tenants and applications, each valid against the
 //!   real CRDs (`scripts/check-cluster-states.sh`);
-//! - `settings.json`: the policy settings (stock: the shipped `deploy/` settings, with the
-//!   scenario's own keys over them; proposed: only the scenario's own, `{}` for the defaults).
+//! - `settings.json`: the policy settings (stock: the shipped `deploy/` settings, less
+//!   `policyServerUser`, which needs a policy-server behind it, with the scenario's own keys
+//!   over them; proposed: only the scenario's own, `{}` for the defaults).
 //!
 //! `scripts/record-sessions.sh` then records each scenario's kwctl session (`session.yml`)
 //! from `cluster.yaml`. The generator also writes `README.md`, the list of scenarios with
@@ -162,7 +163,7 @@ impl Scenario {
             about,
             expect,
             write,
-            settings: test_kit::deploy_settings(),
+            settings: test_kit::deploy_settings_unchecked(),
             stored: Vec::new(),
             instance_types: Vec::new(),
             stock: true,
@@ -173,7 +174,7 @@ impl Scenario {
     /// default.
     fn stock(mut self) -> Self {
         self.stock = true;
-        self.settings = test_kit::deploy_settings();
+        self.settings = test_kit::deploy_settings_unchecked();
         self
     }
 

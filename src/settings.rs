@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::builtin;
 use crate::charge::definition::Reservation;
 use crate::charge::presets::Presets;
+use crate::cluster::permissions::User;
 use crate::keys::{ALIAS_TARGETS, CPU, KeyAliases, MEMORY, is_dns_label};
 use crate::quantity::Quantity;
 use crate::resources::Resources;
@@ -48,6 +49,13 @@ pub struct Settings {
     /// block adds or replaces a kind's, `null` removes the built-in one.
     #[serde(deserialize_with = "over_builtin_reservations")]
     pub reservations: BTreeMap<String, Value>,
+    /// The user policy-server reads the cluster as (its ServiceAccount,
+    /// `system:serviceaccount:NAMESPACE:NAME`): when set, a write first checks that it may list
+    /// and watch what the policy reads, and a refusal names a missing permission instead of
+    /// waiting out the webhook's timeout (`cluster::permissions`). Empty: no check (what a
+    /// form left blank sends).
+    #[serde(deserialize_with = "empty_as_unset")]
+    pub policy_server_user: Option<String>,
 }
 
 #[derive(Deserialize, Debug, Clone, PartialEq)]
@@ -103,6 +111,7 @@ impl Default for Settings {
             replace_builtin_presets: false,
             gpu_device_classes: BTreeMap::new(),
             reservations: builtin::reservations().clone(),
+            policy_server_user: None,
         }
     }
 }
@@ -156,6 +165,10 @@ fn over_builtin_reservations<'de, D: Deserializer<'de>>(
     Ok(blocks)
 }
 
+fn empty_as_unset<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.filter(|s| !s.is_empty()))
+}
+
 fn is_kind(kind: &str) -> bool {
     !kind.is_empty() && kind.chars().all(|c| c.is_ascii_alphanumeric())
 }
@@ -206,6 +219,9 @@ impl kubewarden_policy_sdk::settings::Validatable for Settings {
                     "gpuDeviceClasses.{device}: {class:?} is not a valid GPU class (a DNS label)"
                 ));
             }
+        }
+        if let Some(problem) = self.policy_server_user.as_deref().and_then(User::invalid) {
+            problems.push(format!("policyServerUser: {problem}"));
         }
         if problems.is_empty() {
             Ok(())
@@ -311,11 +327,30 @@ mod tests {
                 json!({"reservations": {"Postgres": {"replicas": "replicas", "bogus": 1}}}),
                 "reservations.Postgres: ",
             ),
+            (
+                json!({"policyServerUser": "system:serviceaccount:kubewarden"}),
+                "policyServerUser: \"system:serviceaccount:kubewarden\" is not a ServiceAccount's user",
+            ),
+            (json!({"policyServerUser": 7}), "invalid type: integer `7`"),
         ];
         for (input, want) in cases {
             let err = settings(input.clone()).unwrap_err();
             assert!(err.contains(want), "{input}: {err:?} lacks {want:?}");
         }
+    }
+
+    #[test]
+    fn an_empty_policy_server_user_is_no_check() {
+        for unset in [
+            json!({}),
+            json!({"policyServerUser": ""}),
+            json!({"policyServerUser": null}),
+        ] {
+            assert_eq!(settings(unset).unwrap().policy_server_user, None);
+        }
+        let user = "system:serviceaccount:kubewarden:ps";
+        let set = settings(json!({"policyServerUser": user})).unwrap();
+        assert_eq!(set.policy_server_user.as_deref(), Some(user));
     }
 
     #[test]

@@ -1,14 +1,16 @@
 //! The Kubewarden host: a lookup of the whole cluster is one
 //! `kubewarden/kubernetes/list_resources_all` call, one of a namespace one
-//! `list_resources_by_namespace` call.
+//! `list_resources_by_namespace` call, a permission check one `can_i` call.
 
 use std::collections::BTreeSet;
 
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
-    ListAllResourcesRequest, ListResourcesByNamespaceRequest,
+    CanIRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest, ResourceAttributes,
+    SubjectAccessReview, can_i,
 };
 
-use super::{Kubernetes, Lookup};
+use super::permissions::User;
+use super::{Access, Kubernetes, Lookup, Permission};
 
 pub struct Host;
 
@@ -41,5 +43,64 @@ impl Kubernetes for Host {
         let payload = payload.map_err(|e| e.to_string())?;
         wapc_guest::host_call("kubewarden", "kubernetes", operation, &payload)
             .map_err(|e| format!("cannot list {}: {e}", lookup.describe()))
+    }
+
+    /// `kubewarden/kubernetes/can_i`: a SubjectAccessReview in every namespace, cached 5 s by
+    /// policy-server.
+    fn can_i(&self, user: &User, permission: &Permission) -> Result<Access, String> {
+        let request = CanIRequest {
+            subject_access_review: SubjectAccessReview {
+                groups: Some(user.groups.clone()),
+                resource_attributes: ResourceAttributes {
+                    group: Some(permission.group.to_string()),
+                    resource: permission.resource.to_string(),
+                    verb: permission.verb.to_string(),
+                    ..ResourceAttributes::default()
+                },
+                user: user.name.clone(),
+            },
+            disable_cache: false,
+        };
+        let status = can_i(request).map_err(|e| one_line(&e.to_string()))?;
+        Ok(Access {
+            allowed: status.allowed,
+            reason: status.reason.unwrap_or_default(),
+        })
+    }
+}
+
+/// A host call's error as policy-server reports it (anyhow's report: the error, `Caused by:`
+/// and its causes, then a stack backtrace) on one line: the errors joined by `: `.
+fn one_line(report: &str) -> String {
+    let errors = report.split("Stack backtrace:").next().unwrap_or(report);
+    errors
+        .lines()
+        .map(|line| {
+            let line = line.trim();
+            // A cause of several is numbered: `0: ...`.
+            match line.split_once(": ") {
+                Some((n, rest)) if n.parse::<u32>().is_ok() => rest,
+                _ => line,
+            }
+        })
+        .filter(|line| !line.is_empty() && *line != "Caused by:")
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn a_hosts_error_report_is_one_line_without_its_backtrace() {
+        let report = "host call failed: kubernetes.can_i\n\nCaused by:\n    subjectaccessreviews.authorization.k8s.io is forbidden: User \"u\" cannot create\n\nStack backtrace:\n   0: <unknown>\n   1: start_thread\n             at ./nptl/pthread_create.c:442:8";
+        assert_eq!(
+            one_line(report),
+            "host call failed: kubernetes.can_i: subjectaccessreviews.authorization.k8s.io is forbidden: User \"u\" cannot create"
+        );
+        let causes = "outer\n\nCaused by:\n    0: middle\n    1: inner";
+        assert_eq!(one_line(causes), "outer: middle: inner");
+        assert_eq!(one_line("plain"), "plain");
     }
 }

@@ -14,15 +14,18 @@
 //! - the applications (and child Tenants) of each namespace of the pools in question, one
 //!   namespace at a time, up to `NAMESPACE_LISTS` namespaces; a request whose pools need more
 //!   reads every application of the cluster in one list instead;
-//! - an instance type by name, only when an evaluation needs it.
+//! - an instance type by name, only when an evaluation needs it;
+//! - under `policyServerUser`, policy-server's permission to list and watch each resource,
+//!   before its first list ([`permissions`]).
 //!
 //! Every lookup is a list (the host serves lists from a watch cache: no API round trip per
-//! request), and their sequence depends only on the request and the cluster, as kwctl's
+//! request; a permission check is a SubjectAccessReview the host keeps 5 s), and their sequence depends only on the request and the cluster, as kwctl's
 //! session replay requires.
 
 pub mod host;
 mod masks;
 mod parse;
+pub mod permissions;
 
 use std::collections::BTreeSet;
 
@@ -157,6 +160,20 @@ impl Lookup {
         }
     }
 
+    /// What a SubjectAccessReview names the listed resource by: (API group, plural).
+    pub fn group_resource(&self) -> (&'static str, &'static str) {
+        match self {
+            Lookup::Definitions | Lookup::Schemas => ("cozystack.io", "applicationdefinitions"),
+            Lookup::Tenant { .. } | Lookup::Applications { .. } | Lookup::AllApplications => {
+                ("helm.toolkit.fluxcd.io", "helmreleases")
+            }
+            Lookup::InstanceTypes => (
+                "instancetype.kubevirt.io",
+                "virtualmachineclusterinstancetypes",
+            ),
+        }
+    }
+
     /// `the HelmReleases of namespace tenant-a`, for messages.
     pub fn describe(&self) -> String {
         let (api_version, kind) = self.resource();
@@ -178,6 +195,36 @@ impl Lookup {
 /// `field_masks`.
 pub trait Kubernetes {
     fn list(&self, lookup: &Lookup, field_masks: &BTreeSet<String>) -> Result<Vec<u8>, String>;
+
+    /// Whether `user` may do `permission` in every namespace (a SubjectAccessReview); `Err`:
+    /// no answer. Only admissions under `policyServerUser` ask (see [`permissions`]).
+    fn can_i(&self, user: &permissions::User, permission: &Permission) -> Result<Access, String> {
+        let _ = (user, permission);
+        Err("this reader of the cluster does not answer permission checks".to_string())
+    }
+}
+
+/// One permission a list needs: a reflector LISTs, then WATCHes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Permission {
+    pub verb: &'static str,
+    pub group: &'static str,
+    pub resource: &'static str,
+}
+
+impl std::fmt::Display for Permission {
+    /// `watch helmreleases.helm.toolkit.fluxcd.io`, as kubectl auth can-i takes it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}.{}", self.verb, self.resource, self.group)
+    }
+}
+
+/// The API server's answer to a permission check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Access {
+    pub allowed: bool,
+    /// Why, as the authorizer says it (often empty on a denial: no rule allows it).
+    pub reason: String,
 }
 
 /// Why a list could not be read.

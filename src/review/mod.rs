@@ -23,6 +23,7 @@ mod verdict;
 use kubewarden_policy_sdk::request::KubernetesAdmissionRequest;
 
 use crate::cluster::Kubernetes;
+use crate::cluster::permissions::Checked;
 use crate::context::Context;
 use crate::keys::{GROUP, TENANT_KIND};
 use crate::settings::Settings;
@@ -45,6 +46,15 @@ pub fn review(
         )]),
         "CREATE" | "UPDATE" => Verdict::of(|notes| {
             let subject = subject::subject_of(request, notes)?;
+            // policy-server's permissions checked before each resource's first list.
+            let guarded;
+            let k8s = match settings.policy_server_user.as_deref() {
+                Some(user) => {
+                    guarded = Checked::new(k8s, user);
+                    &guarded as &dyn Kubernetes
+                }
+                None => k8s,
+            };
             let context = Context::new(settings, k8s).map_err(Refusal::Settings)?;
             let checked = if subject.kind == TENANT_KIND {
                 tenant::check(&subject, &context, notes)

@@ -420,3 +420,88 @@ fn a_pool_is_listed_by_namespace_up_to_the_cap(#[case] namespaces: usize, #[case
         namespace: "tenant-foo-carve".into()
     }));
 }
+
+const POLICY_SERVER: &str = "system:serviceaccount:kubewarden:tenant-reservation-policy-server";
+
+fn as_policy_server() -> Value {
+    json!({"policyServerUser": POLICY_SERVER})
+}
+
+#[test]
+fn policy_servers_permissions_are_checked_once_per_resource_before_its_first_list() {
+    let k8s = foo_pool(Vec::new());
+    let spec = json!({"instanceType": "u1.medium"});
+    let plain = create(&k8s, "VMInstance", "tenant-foo", "vm9", spec.clone());
+    assert!(k8s.checks().is_empty(), "no check without policyServerUser");
+    let lists = k8s.calls();
+    k8s.forget_calls();
+    let checked = with_settings(
+        &k8s,
+        as_policy_server(),
+        "VMInstance",
+        "tenant-foo",
+        "vm9",
+        spec,
+    );
+    assert_eq!(
+        (checked.allowed, &checked.message),
+        (plain.allowed, &plain.message)
+    );
+    assert_eq!(k8s.calls(), lists, "the same lists, in the same order");
+    let user = |p: &str| (POLICY_SERVER.to_string(), p.to_string());
+    assert_eq!(
+        k8s.checks(),
+        [
+            user("list applicationdefinitions.cozystack.io"),
+            user("watch applicationdefinitions.cozystack.io"),
+            user("list helmreleases.helm.toolkit.fluxcd.io"),
+            user("watch helmreleases.helm.toolkit.fluxcd.io"),
+            user("list virtualmachineclusterinstancetypes.instancetype.kubevirt.io"),
+            user("watch virtualmachineclusterinstancetypes.instancetype.kubevirt.io"),
+        ]
+    );
+}
+
+#[rstest]
+#[case::list_denied(
+    foo_pool(Vec::new()).denying("list helmreleases", ""),
+    "VMInstance tenant-foo/vm9: cannot read the tenants: policy-server's user system:serviceaccount:kubewarden:tenant-reservation-policy-server may not list helmreleases.helm.toolkit.fluxcd.io, so its lists cannot sync; grant it list and watch (deploy/policyserver.yaml)"
+)]
+#[case::watch_denied_with_a_reason(
+    foo_pool(Vec::new()).denying("watch applicationdefinitions", "no RBAC policy matched"),
+    "policy-server's user system:serviceaccount:kubewarden:tenant-reservation-policy-server may not watch applicationdefinitions.cozystack.io (no RBAC policy matched), so its lists cannot sync"
+)]
+#[case::check_fails(
+    foo_pool(Vec::new()).failing_checks("subjectaccessreviews.authorization.k8s.io is forbidden"),
+    "cannot check whether policy-server's user system:serviceaccount:kubewarden:tenant-reservation-policy-server may list applicationdefinitions.cozystack.io: subjectaccessreviews.authorization.k8s.io is forbidden"
+)]
+fn a_missing_permission_is_refused_by_name_before_any_list(
+    #[case] k8s: Fixture,
+    #[case] want: &str,
+) {
+    // Even a write that fits: without the permission the pool cannot be kept fresh.
+    let v = with_settings(
+        &k8s,
+        as_policy_server(),
+        "VMInstance",
+        "tenant-foo",
+        "vm9",
+        json!({"instanceType": "u1.small"}),
+    );
+    assert!(!v.allowed, "{v:?}");
+    assert!(
+        message(&v).contains(want),
+        "{:?} lacks {want:?}",
+        message(&v)
+    );
+    let last = k8s.checks().pop().expect("a check was made").1;
+    let refused = last.split_once(' ').expect("verb resource").1;
+    assert!(
+        k8s.calls().iter().all(|l| {
+            let (group, resource) = l.group_resource();
+            format!("{resource}.{group}") != refused
+        }),
+        "{refused} was listed after its check failed: {:?}",
+        k8s.calls()
+    );
+}

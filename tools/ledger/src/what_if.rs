@@ -26,7 +26,13 @@ pub struct WhatIf {
 /// Decides the write `document` holds against `k8s` under `settings`.
 pub fn decide(document: &Value, settings: &Value, k8s: &dyn Kubernetes) -> Result<WhatIf> {
     let request = request_of(document, k8s)?;
-    let settings = settings_from_value(settings)?;
+    // The what-if reads the cluster as its user, not as policy-server: policy-server's own
+    // permissions (policyServerUser) are not what it asks.
+    let mut settings = settings.clone();
+    if let Some(fields) = settings.as_object_mut() {
+        fields.remove("policyServerUser");
+    }
+    let settings = settings_from_value(&settings)?;
     let verdict =
         tenant_reservation_policy::validate_payload(&validate_payload(&request, &settings), k8s);
     Ok(WhatIf { request, verdict })

@@ -8,7 +8,8 @@ use std::collections::BTreeSet;
 use host_sim::{ListQuery, ObjectStore, Order};
 use serde_json::Value;
 
-use tenant_reservation_policy::cluster::{Kubernetes, Lookup, Source};
+use tenant_reservation_policy::cluster::permissions::User;
+use tenant_reservation_policy::cluster::{Access, Kubernetes, Lookup, Permission, Source};
 
 #[derive(Clone)]
 pub struct Fixture {
@@ -19,6 +20,11 @@ pub struct Fixture {
     calls: RefCell<Vec<(Lookup, BTreeSet<String>)>>,
     /// Answer whole objects whatever masks are asked (a host without field masks).
     unmasked: bool,
+    /// Permission checks: `Ok(denied)` names the permissions (`watch helmreleases`) the
+    /// API server denies, with its reason; `Err` makes every check fail so. Default: all
+    /// allowed (a policy-server with the RBAC of deploy/).
+    permissions: Result<Vec<(String, String)>, String>,
+    checks: RefCell<Vec<(User, Permission)>>,
 }
 
 impl Default for Fixture {
@@ -59,7 +65,33 @@ impl Fixture {
             overrides: Vec::new(),
             calls: RefCell::default(),
             unmasked: false,
+            permissions: Ok(Vec::new()),
+            checks: RefCell::default(),
         }
+    }
+
+    /// The same cluster, with the API server denying policy-server `verb resource` (as in
+    /// `watch helmreleases`), for `reason`.
+    pub fn denying(mut self, permission: &str, reason: &str) -> Self {
+        if let Ok(denied) = &mut self.permissions {
+            denied.push((permission.to_string(), reason.to_string()));
+        }
+        self
+    }
+
+    /// The same cluster, with every permission check failing with `error`.
+    pub fn failing_checks(mut self, error: &str) -> Self {
+        self.permissions = Err(error.to_string());
+        self
+    }
+
+    /// The permission checks asked so far, in order: (user, `verb resource.group`).
+    pub fn checks(&self) -> Vec<(String, String)> {
+        self.checks
+            .borrow()
+            .iter()
+            .map(|(user, p)| (user.name.clone(), p.to_string()))
+            .collect()
     }
 
     /// Makes every lookup of `source` answer `answer` verbatim.
@@ -134,5 +166,21 @@ impl Kubernetes for Fixture {
             .list(&list_query(lookup), field_masks)
             .map_err(|e| e.to_string())?;
         Ok(serde_json::to_vec(&answer).expect("a JSON value serialises"))
+    }
+
+    fn can_i(&self, user: &User, permission: &Permission) -> Result<Access, String> {
+        self.checks.borrow_mut().push((user.clone(), *permission));
+        let denied = self.permissions.as_ref().map_err(Clone::clone)?;
+        let asked = format!("{} {}", permission.verb, permission.resource);
+        Ok(match denied.iter().find(|(p, _)| *p == asked) {
+            Some((_, reason)) => Access {
+                allowed: false,
+                reason: reason.clone(),
+            },
+            None => Access {
+                allowed: true,
+                reason: String::new(),
+            },
+        })
     }
 }

@@ -82,6 +82,18 @@ pub fn deploy_settings() -> Value {
     }
 }
 
+/// The settings `deploy/` ships, without `policyServerUser`: for runs with no policy-server
+/// and no RBAC behind them (the e2e scenarios under kwctl, the bench's model of the host),
+/// whose answers are lists only. The check it adds is tested on fixtures (`tests/it`) and in
+/// the real engine (`cluster.bats`, `fault.bats`).
+pub fn deploy_settings_unchecked() -> Value {
+    let mut settings = deploy_settings();
+    if let Some(fields) = settings.as_object_mut() {
+        fields.remove("policyServerUser");
+    }
+    settings
+}
+
 /// The reservation block of each kind this project ships: the built-in defaults.
 pub fn reservations() -> serde_json::Map<String, Value> {
     tenant_reservation_policy::builtin::reservations()

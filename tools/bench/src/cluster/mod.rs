@@ -189,7 +189,7 @@ pub fn generate(shape: Shape, defaults: &Defaults) -> Cluster {
         .max_by_key(|t| t.level)
         .map(|t| t.owns.clone())
         .expect("the pool has a root");
-    let settings = test_kit::deploy_settings();
+    let settings = test_kit::deploy_settings_unchecked();
     let create = test_kit::payload(
         "CREATE",
         SUBJECT_KIND,
