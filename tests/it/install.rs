@@ -306,13 +306,53 @@ fn the_questions_offer_the_policys_defaults() {
         "the questions' defaults are not the policy's: {all_defaults}"
     );
 
-    // The shipped settings spell out the same defaults.
+    // The shipped settings spell out the same defaults, and name deploy/'s own policy-server.
     for (field, value) in test_kit::deploy_settings().as_object().unwrap() {
+        if field == "policyServerUser" {
+            assert_eq!(
+                value,
+                &json!(deployed_policy_server_user()),
+                "{field}: deploy/"
+            );
+            continue;
+        }
         assert_eq!(
             &defaults[field], value,
             "{field}: questions-ui.yml and deploy/"
         );
     }
+}
+
+/// The user of the ServiceAccount that deploy/policyserver.yaml runs policy-server as, when
+/// its ClusterRole grants that user `create` on SubjectAccessReviews (the check needs it).
+fn deployed_policy_server_user() -> String {
+    let docs = yaml_documents(&read("deploy/policyserver.yaml"));
+    let of = |kind: &str| {
+        docs.iter()
+            .find(|d| d["kind"] == kind)
+            .unwrap_or_else(|| panic!("deploy/policyserver.yaml: no {kind}"))
+    };
+    let (account, server) = (of("ServiceAccount"), of("PolicyServer"));
+    assert_eq!(
+        server["spec"]["serviceAccountName"],
+        account["metadata"]["name"]
+    );
+    let binding = of("ClusterRoleBinding");
+    assert_eq!(binding["subjects"][0]["name"], account["metadata"]["name"]);
+    let rules = of("ClusterRole")["rules"].as_array().unwrap().clone();
+    assert!(
+        rules.contains(&json!({
+            "apiGroups": ["authorization.k8s.io"],
+            "resources": ["subjectaccessreviews"],
+            "verbs": ["create"],
+        })),
+        "deploy/policyserver.yaml: the ClusterRole lets policy-server create SubjectAccessReviews"
+    );
+    format!(
+        "system:serviceaccount:{}:{}",
+        account["metadata"]["namespace"].as_str().unwrap(),
+        account["metadata"]["name"].as_str().unwrap()
+    )
 }
 
 /// The settings README's table and metadata.yml's usage text (what ArtifactHub and
