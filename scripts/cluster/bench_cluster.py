@@ -12,7 +12,10 @@ For each pool: control-plane.sh up, load.py, then for each module:
   - reflectors: the API server's WATCH and LIST requests on HelmReleases during the cold request,
     from /metrics apiserver_request_total; policy-server's RSS after the warm series;
   - with --warm-up-namespace NS: the cold write again on fresh policy-servers that first answered
-    the same object written into NS (another pool), as a warm-up after a rollout would.
+    the same object written into NS (another pool), as a warm-up after a rollout would;
+  - with --permission-check: each module a second time, as deploy/ ships it: deploy/'s RBAC
+    applied and `policyServerUser` set to its ServiceAccount (the dump's settings leave it out),
+    so each write asks for policy-server's permissions first (SubjectAccessReviews, kept 5 s).
 policy-server runs as the controller configures it (policies.yml keyed by the policy id,
 contextAwareResources of deploy/, hostCapabilities ["*"], --policy-timeout as given), with the
 control plane's admin kubeconfig, TLS from the run's CA, and is fed over HTTPS at
@@ -49,6 +52,20 @@ CONTEXT_AWARE = [
 def tool(name):
     return subprocess.run(["bash", os.path.join(HERE, "find-tool.sh"), name],
                           capture_output=True, text=True, check=True).stdout.strip()
+
+
+def apply_deployed_rbac(env):
+    """deploy/policyserver.yaml's ServiceAccount, ClusterRole and binding, applied; the
+    ServiceAccount's user name (what deploy/clusteradmissionpolicy.yaml sets as policyServerUser)."""
+    import yaml
+    docs = [d for d in yaml.safe_load_all(open(os.path.join(REPO, "deploy", "policyserver.yaml")))
+            if d and d["kind"] in ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding")]
+    account = next(d for d in docs if d["kind"] == "ServiceAccount")["metadata"]
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": account["namespace"]}}
+    subprocess.run(["kubectl", "apply", "-f", "-"], input=json.dumps(
+        {"apiVersion": "v1", "kind": "List", "items": [namespace] + docs}), text=True,
+        env=dict(os.environ, **env), check=True, stdout=subprocess.DEVNULL)
+    return f"system:serviceaccount:{account['namespace']}:{account['name']}"
 
 
 def free_port():
@@ -255,6 +272,8 @@ def main():
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--json", help="write the figures here too")
+    ap.add_argument("--permission-check", action="store_true",
+                    help="also run each module with deploy/'s policyServerUser and RBAC")
     ap.add_argument("--warm-up-namespace", help="also time each cold write after a warm-up: one "
                     "review of the same object into this namespace (another pool) first")
     a = ap.parse_args()
@@ -282,7 +301,12 @@ def main():
         try:
             subprocess.run([sys.executable, os.path.join(HERE, "load.py"), dump],
                            env=dict(os.environ, **env), check=True)
-            for name, module in modules:
+            runs = [(name, module, settings) for name, module in modules]
+            if a.permission_check:
+                user = apply_deployed_rbac(env)
+                runs += [(name + "+check", module, dict(settings, policyServerUser=user))
+                         for name, module in modules]
+            for name, module, settings in runs:
                 row = {"pool": pool, "cluster": shape["cluster"],
                        "namespaces": shape["pool_namespaces"], "module": name}
                 kt, kv = kwctl_cold(env, module, dump, a.kwctl_runs)
@@ -332,19 +356,19 @@ def main():
         finally:
             subprocess.run(["bash", cp, "down", cp_dir], capture_output=True)
     print()
-    print(f"{'module':<8} {'pool':>6} {'ns':>4} {'kwctl cold s':>14} {'ps cold s':>14} "
+    print(f"{'module':<14} {'pool':>6} {'ns':>4} {'kwctl cold s':>14} {'ps cold s':>14} "
           f"{'warm p50 ms':>11} {'warm p99 ms':>11} {'HR LIST/WATCH/API':>17} {'RSS MB':>7} {'writes/s':>8}  verdicts")
     for r in rows:
         hr = r["helmrelease_requests_cold"][0] if r["helmrelease_requests_cold"] else {}
         verdicts = sorted(set(r["kwctl_verdicts"] + r["ps_cold_verdicts"] + r.get("warm_verdicts", [])))
-        print(f"{r['module']:<8} {r['pool']:>6} {r['namespaces']:>4} {seconds(r['kwctl_cold_s']):>14} "
+        print(f"{r['module']:<14} {r['pool']:>6} {r['namespaces']:>4} {seconds(r['kwctl_cold_s']):>14} "
               f"{seconds(r['ps_cold_s']):>14} {r.get('warm_p50_s', float('nan'))*1000:>11.1f} "
               f"{r.get('warm_p99_s', float('nan'))*1000:>11.1f} "
               f"{'/'.join(str(hr.get(k, '-')) for k in ('LIST', 'WATCH', 'ALL')):>17} "
               f"{r.get('rss_mb', float('nan')):>7.0f} {r.get('writes_per_s', float('nan')):>8.0f}  {'; '.join(verdicts)}")
     for r in rows:
         if "warm_up_s" in r:
-            print(f"{r['module']:<8} {r['pool']:>6}: cold {seconds(r['ps_cold_s'])} s; after a warm-up "
+            print(f"{r['module']:<14} {r['pool']:>6}: cold {seconds(r['ps_cold_s'])} s; after a warm-up "
                   f"into {a.warm_up_namespace} ({seconds(r['warm_up_s'])} s): {seconds(r['ps_cold_after_warm_up_s'])} s  "
                   f"{'; '.join(sorted(set(r['warm_up_verdicts'] + r['ps_cold_after_warm_up_verdicts'])))}")
     if a.json:
