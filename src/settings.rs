@@ -51,7 +51,7 @@ pub struct Settings {
     pub reservations: BTreeMap<String, Value>,
     /// The user policy-server reads the cluster as (its ServiceAccount,
     /// `system:serviceaccount:NAMESPACE:NAME`): when set, a write first checks that it may list
-    /// and watch what the policy reads, and a refusal names a missing permission instead of
+    /// what the policy reads, and a refusal names a missing permission instead of
     /// waiting out the webhook's timeout (`cluster::permissions`). Empty: no check (what a
     /// form left blank sends).
     #[serde(deserialize_with = "empty_as_unset")]

@@ -15,8 +15,8 @@
 //!   namespace at a time, up to `NAMESPACE_LISTS` namespaces; a request whose pools need more
 //!   reads every application of the cluster in one list instead;
 //! - an instance type by name, only when an evaluation needs it;
-//! - under `policyServerUser`, policy-server's permission to list and watch each resource,
-//!   before its first list ([`permissions`]).
+//! - under `policyServerUser`, policy-server's permission to list each resource, before its
+//!   first list ([`permissions`]).
 //!
 //! Every lookup is a list (the host serves lists from a watch cache: no API round trip per
 //! request; a permission check is a SubjectAccessReview the host keeps 5 s), and their sequence depends only on the request and the cluster, as kwctl's
@@ -204,7 +204,7 @@ pub trait Kubernetes {
     }
 }
 
-/// One permission a list needs: a reflector LISTs, then WATCHes.
+/// One permission a list needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Permission {
     pub verb: &'static str,
@@ -213,7 +213,7 @@ pub struct Permission {
 }
 
 impl std::fmt::Display for Permission {
-    /// `watch helmreleases.helm.toolkit.fluxcd.io`, as kubectl auth can-i takes it.
+    /// `list helmreleases.helm.toolkit.fluxcd.io`, as kubectl auth can-i takes it.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} {}.{}", self.verb, self.resource, self.group)
     }

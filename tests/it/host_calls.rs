@@ -453,11 +453,8 @@ fn policy_servers_permissions_are_checked_once_per_resource_before_its_first_lis
         k8s.checks(),
         [
             user("list applicationdefinitions.cozystack.io"),
-            user("watch applicationdefinitions.cozystack.io"),
             user("list helmreleases.helm.toolkit.fluxcd.io"),
-            user("watch helmreleases.helm.toolkit.fluxcd.io"),
             user("list virtualmachineclusterinstancetypes.instancetype.kubevirt.io"),
-            user("watch virtualmachineclusterinstancetypes.instancetype.kubevirt.io"),
         ]
     );
 }
@@ -467,9 +464,9 @@ fn policy_servers_permissions_are_checked_once_per_resource_before_its_first_lis
     foo_pool(Vec::new()).denying("list helmreleases", ""),
     "VMInstance tenant-foo/vm9: cannot read the tenants: policy-server's user system:serviceaccount:kubewarden:tenant-reservation-policy-server may not list helmreleases.helm.toolkit.fluxcd.io, so its lists cannot sync; grant it list and watch (deploy/policyserver.yaml)"
 )]
-#[case::watch_denied_with_a_reason(
-    foo_pool(Vec::new()).denying("watch applicationdefinitions", "no RBAC policy matched"),
-    "policy-server's user system:serviceaccount:kubewarden:tenant-reservation-policy-server may not watch applicationdefinitions.cozystack.io (no RBAC policy matched), so its lists cannot sync"
+#[case::denied_with_a_reason(
+    foo_pool(Vec::new()).denying("list applicationdefinitions", "no RBAC policy matched"),
+    "policy-server's user system:serviceaccount:kubewarden:tenant-reservation-policy-server may not list applicationdefinitions.cozystack.io (no RBAC policy matched), so its lists cannot sync"
 )]
 #[case::check_fails(
     foo_pool(Vec::new()).failing_checks("subjectaccessreviews.authorization.k8s.io is forbidden"),

@@ -20,7 +20,7 @@ pub struct Fixture {
     calls: RefCell<Vec<(Lookup, BTreeSet<String>)>>,
     /// Answer whole objects whatever masks are asked (a host without field masks).
     unmasked: bool,
-    /// Permission checks: `Ok(denied)` names the permissions (`watch helmreleases`) the
+    /// Permission checks: `Ok(denied)` names the permissions (`list helmreleases`) the
     /// API server denies, with its reason; `Err` makes every check fail so. Default: all
     /// allowed (a policy-server with the RBAC of deploy/).
     permissions: Result<Vec<(String, String)>, String>,
@@ -71,7 +71,7 @@ impl Fixture {
     }
 
     /// The same cluster, with the API server denying policy-server `verb resource` (as in
-    /// `watch helmreleases`), for `reason`.
+    /// `list helmreleases`), for `reason`.
     pub fn denying(mut self, permission: &str, reason: &str) -> Self {
         if let Ok(denied) = &mut self.permissions {
             denied.push((permission.to_string(), reason.to_string()));
