@@ -151,7 +151,7 @@ fn the<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
 }
 
 /// The fields of the settings that README's knob table says a kustomization patches.
-const PATCHED_IN_THE_EXAMPLE: &[&str] = &["gpuDeviceClasses", "reservations"];
+const PATCHED_IN_THE_EXAMPLE: &[&str] = &["gpuDeviceClasses", "policyServerUser", "reservations"];
 
 #[test]
 fn every_variant_renders_the_policy_readme_describes() {
@@ -221,6 +221,15 @@ fn every_variant_renders_the_policy_readme_describes() {
         assert_eq!(
             account["metadata"]["namespace"], variant.namespace,
             "{name}"
+        );
+        // The policy checks the permissions of the ServiceAccount policy-server runs as.
+        assert_eq!(
+            settings["policyServerUser"],
+            format!(
+                "system:serviceaccount:{}:tenant-reservation-policy-server",
+                variant.namespace
+            ),
+            "{name}: policyServerUser names another ServiceAccount than policy-server's"
         );
         for binding in [
             "tenant-reservation-policy-server",
