@@ -165,6 +165,16 @@ fn over_builtin_reservations<'de, D: Deserializer<'de>>(
     Ok(blocks)
 }
 
+/// A settings document without `policyServerUser`, for what does not read the cluster as
+/// policy-server: the ledger's what-if (its user's reads), the e2e scenarios and the bench's
+/// model of the host (no RBAC behind them).
+pub fn without_permission_check(mut settings: Value) -> Value {
+    if let Some(fields) = settings.as_object_mut() {
+        fields.remove("policyServerUser");
+    }
+    settings
+}
+
 fn empty_as_unset<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     Ok(Option::<String>::deserialize(d)?.filter(|s| !s.is_empty()))
 }
@@ -351,6 +361,10 @@ mod tests {
         let user = "system:serviceaccount:kubewarden:ps";
         let set = settings(json!({"policyServerUser": user})).unwrap();
         assert_eq!(set.policy_server_user.as_deref(), Some(user));
+        assert_eq!(
+            without_permission_check(json!({"policyServerUser": user, "siblingFailure": "warn"})),
+            json!({"siblingFailure": "warn"})
+        );
     }
 
     #[test]

@@ -41,8 +41,13 @@ impl Kubernetes for Host {
             ),
         };
         let payload = payload.map_err(|e| e.to_string())?;
-        wapc_guest::host_call("kubewarden", "kubernetes", operation, &payload)
-            .map_err(|e| format!("cannot list {}: {e}", lookup.describe()))
+        wapc_guest::host_call("kubewarden", "kubernetes", operation, &payload).map_err(|e| {
+            format!(
+                "cannot list {}: {}",
+                lookup.describe(),
+                one_line(&e.to_string())
+            )
+        })
     }
 
     /// `kubewarden/kubernetes/can_i`: a SubjectAccessReview in every namespace, cached 5 s by
@@ -70,20 +75,24 @@ impl Kubernetes for Host {
 }
 
 /// A host call's error as policy-server reports it (anyhow's report: the error, `Caused by:`
-/// and its causes, then a stack backtrace) on one line: the errors joined by `: `.
+/// and its causes, then a stack backtrace) on one line, for a refusal: the errors joined by
+/// `: `.
 fn one_line(report: &str) -> String {
     let errors = report.split("Stack backtrace:").next().unwrap_or(report);
-    errors
+    let (error, causes) = errors.split_once("Caused by:").unwrap_or((errors, ""));
+    let causes = causes.lines().map(|line| {
+        let line = line.trim();
+        // A cause of several is numbered: `0: ...`.
+        match line.split_once(": ") {
+            Some((n, rest)) if n.parse::<u32>().is_ok() => rest,
+            _ => line,
+        }
+    });
+    error
         .lines()
-        .map(|line| {
-            let line = line.trim();
-            // A cause of several is numbered: `0: ...`.
-            match line.split_once(": ") {
-                Some((n, rest)) if n.parse::<u32>().is_ok() => rest,
-                _ => line,
-            }
-        })
-        .filter(|line| !line.is_empty() && *line != "Caused by:")
+        .map(str::trim)
+        .chain(causes)
+        .filter(|line| !line.is_empty())
         .collect::<Vec<_>>()
         .join(": ")
 }
@@ -102,5 +111,7 @@ mod tests {
         let causes = "outer\n\nCaused by:\n    0: middle\n    1: inner";
         assert_eq!(one_line(causes), "outer: middle: inner");
         assert_eq!(one_line("plain"), "plain");
+        // Only a cause's number is dropped, not a number that opens the error.
+        assert_eq!(one_line("404: not found"), "404: not found");
     }
 }

@@ -19,8 +19,8 @@
 //!   first list ([`permissions`]).
 //!
 //! Every lookup is a list (the host serves lists from a watch cache: no API round trip per
-//! request; a permission check is a SubjectAccessReview the host keeps 5 s), and their sequence depends only on the request and the cluster, as kwctl's
-//! session replay requires.
+//! request; a permission check is a SubjectAccessReview the host keeps 5 s), and their
+//! sequence depends only on the request and the cluster, as kwctl's session replay requires.
 
 pub mod host;
 mod masks;
@@ -160,18 +160,19 @@ impl Lookup {
         }
     }
 
-    /// What a SubjectAccessReview names the listed resource by: (API group, plural).
+    /// What a SubjectAccessReview names the listed resource by: (API group, plural); the
+    /// group is [`Lookup::resource`]'s.
     pub fn group_resource(&self) -> (&'static str, &'static str) {
-        match self {
-            Lookup::Definitions | Lookup::Schemas => ("cozystack.io", "applicationdefinitions"),
+        let (api_version, _) = self.resource();
+        let group = api_version.split_once('/').map_or("", |(group, _)| group);
+        let plural = match self {
+            Lookup::Definitions | Lookup::Schemas => "applicationdefinitions",
             Lookup::Tenant { .. } | Lookup::Applications { .. } | Lookup::AllApplications => {
-                ("helm.toolkit.fluxcd.io", "helmreleases")
+                "helmreleases"
             }
-            Lookup::InstanceTypes => (
-                "instancetype.kubevirt.io",
-                "virtualmachineclusterinstancetypes",
-            ),
-        }
+            Lookup::InstanceTypes => "virtualmachineclusterinstancetypes",
+        };
+        (group, plural)
     }
 
     /// `the HelmReleases of namespace tenant-a`, for messages.

@@ -226,8 +226,9 @@ fn every_variant_renders_the_policy_readme_describes() {
         assert_eq!(
             settings["policyServerUser"],
             format!(
-                "system:serviceaccount:{}:tenant-reservation-policy-server",
-                variant.namespace
+                "system:serviceaccount:{}:{}",
+                variant.namespace,
+                account["metadata"]["name"].as_str().unwrap()
             ),
             "{name}: policyServerUser names another ServiceAccount than policy-server's"
         );

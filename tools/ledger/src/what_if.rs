@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use tenant_reservation_policy::Verdict;
 use tenant_reservation_policy::cluster::{HELM_RELEASE, Kubernetes, Lookup};
 use tenant_reservation_policy::keys::{APPLICATIONS_API, KIND_LABEL, NAME_LABEL};
+use tenant_reservation_policy::settings::without_permission_check;
 
 /// One write and the policy's verdict on it.
 pub struct WhatIf {
@@ -28,11 +29,7 @@ pub fn decide(document: &Value, settings: &Value, k8s: &dyn Kubernetes) -> Resul
     let request = request_of(document, k8s)?;
     // The what-if reads the cluster as its user, not as policy-server: policy-server's own
     // permissions (policyServerUser) are not what it asks.
-    let mut settings = settings.clone();
-    if let Some(fields) = settings.as_object_mut() {
-        fields.remove("policyServerUser");
-    }
-    let settings = settings_from_value(&settings)?;
+    let settings = settings_from_value(&without_permission_check(settings.clone()))?;
     let verdict =
         tenant_reservation_policy::validate_payload(&validate_payload(&request, &settings), k8s);
     Ok(WhatIf { request, verdict })

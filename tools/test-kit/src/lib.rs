@@ -87,11 +87,7 @@ pub fn deploy_settings() -> Value {
 /// whose answers are lists only. The check it adds is tested on fixtures (`tests/it`) and in
 /// the real engine (`cluster.bats`, `fault.bats`).
 pub fn deploy_settings_unchecked() -> Value {
-    let mut settings = deploy_settings();
-    if let Some(fields) = settings.as_object_mut() {
-        fields.remove("policyServerUser");
-    }
-    settings
+    tenant_reservation_policy::settings::without_permission_check(deploy_settings())
 }
 
 /// The reservation block of each kind this project ships: the built-in defaults.
