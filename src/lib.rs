@@ -33,6 +33,7 @@ pub mod quantity;
 mod resources;
 mod review;
 pub mod settings;
+pub mod summary;
 
 pub use context::{Context, NAMESPACE_LISTS};
 pub use pool::{owned_namespace, owner_of, tree::ROOT_NAMESPACE};

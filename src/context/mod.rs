@@ -15,7 +15,7 @@
 mod modules;
 mod scope;
 
-pub use modules::{Modules, ModulesError};
+pub use modules::{Modules, ModulesError, PendingModule};
 pub use scope::{Listing, NAMESPACE_LISTS};
 
 use std::cell::{Cell, OnceCell, RefCell};
@@ -30,7 +30,7 @@ use crate::charge::sizing::{InstanceTypeSize, InstanceTypes, Sizing};
 use crate::charge::{ChargeError, Governing};
 use crate::cluster::{self, Application, ClusterError, Kubernetes, Lookup};
 use crate::keys::TENANT_KIND;
-use crate::pool::{Pool, Tenant, Usage};
+use crate::pool::{Pool, Share, Tenant, Usage};
 use crate::resources::Resources;
 use crate::settings::Settings;
 
@@ -371,65 +371,140 @@ impl<'k> Context<'k> {
         }
         let mut problems = Unevaluable::default();
         for (namespace, (owner, member)) in membership {
-            let listing = self.listing(namespace)?;
-            let add = |usage: &mut Usage, charge: &Resources, label: &dyn Fn() -> String| {
-                for (pool, _) in pools.iter().zip(&member).filter(|(_, m)| **m) {
-                    usage
-                        .add_key(&pool.key, charge.get(&pool.key), label)
-                        .map_err(|_| ContextError::ReservationsOverflow)?;
-                }
-                Ok::<_, ContextError>(())
-            };
-            for app in &listing.applications {
-                let held = Held {
-                    kind: &app.kind,
-                    namespace: &app.namespace,
-                    name: &app.name,
-                    pending: false,
-                };
-                if *app.kind == *TENANT_KIND
-                    || self.settings.exempt_kinds.contains(&*app.kind)
-                    || skip(held)
-                {
-                    continue;
-                }
-                match self.stored_charge(app) {
-                    Ok(Some(charge)) => add(&mut usage, &charge, &|| app.label())?,
-                    Ok(None) => {}
-                    Err(e) if app.module => problems.modules.push(format!("{}: {e}", app.label())),
-                    Err(e) => problems.applications.push(format!("{}: {e}", app.label())),
-                }
-            }
-            match self.pending_in(&owner.values, namespace, &listing) {
-                Ok(modules) => {
-                    for module in &modules.parts {
-                        let held = Held {
-                            kind: &module.kind,
-                            namespace,
-                            name: &module.name,
-                            pending: true,
-                        };
-                        if skip(held) {
-                            continue;
-                        }
-                        add(&mut usage, &module.reserved, &|| module.holder())?;
-                        let held_here = pools
-                            .iter()
-                            .zip(&member)
-                            .any(|(pool, m)| *m && module.reserved.get(&pool.key).is_positive());
-                        if held_here {
-                            usage.pending.insert(module.label());
-                        }
+            let keys: Vec<&str> = pools
+                .iter()
+                .zip(&member)
+                .filter(|(_, m)| **m)
+                .map(|(pool, _)| pool.key.as_str())
+                .collect();
+            self.holdings(
+                namespace,
+                owner,
+                &skip,
+                &mut problems,
+                |reserved, label, module| {
+                    for key in &keys {
+                        usage
+                            .add_key(key, reserved.get(key), label)
+                            .map_err(|_| ContextError::ReservationsOverflow)?;
                     }
-                    problems.modules.extend(modules.unevaluable);
-                }
-                Err(ModulesError::Cluster(e)) => return Err(e),
-                Err(ModulesError::Unevaluable(e)) => problems.modules.push(format!(
-                    "the modules of the Tenant owning {namespace} (pending releases): {e}"
-                )),
-            }
+                    if let Some(module) = module
+                        && keys.iter().any(|key| reserved.get(key).is_positive())
+                    {
+                        usage.pending.insert(module.label());
+                    }
+                    Ok(())
+                },
+            )?;
         }
         Ok((usage, problems))
+    }
+
+    /// What the holders of `namespace` reserve, per key they hold: one share per key, as a
+    /// pool summary keeps them (`crate::summary`). Its problems as [`Context::usage`] finds them.
+    pub(crate) fn shares(
+        &self,
+        namespace: &str,
+        owner: &Tenant,
+    ) -> Result<(BTreeMap<String, Share>, Unevaluable), ContextError> {
+        let mut usage = Usage::default();
+        let mut pending: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut problems = Unevaluable::default();
+        self.holdings(
+            namespace,
+            owner,
+            &|_| false,
+            &mut problems,
+            |reserved, label, module| {
+                for (key, q) in reserved.iter() {
+                    usage
+                        .add_key(key, q, label)
+                        .map_err(|_| ContextError::ReservationsOverflow)?;
+                    if let Some(module) = module
+                        && q.is_positive()
+                    {
+                        pending
+                            .entry(key.to_string())
+                            .or_default()
+                            .insert(module.label());
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        let shares = usage
+            .reserved
+            .iter()
+            .map(|(key, _)| {
+                let pending = pending.remove(key).unwrap_or_default();
+                (key.to_string(), usage.share(key, pending))
+            })
+            .collect();
+        Ok((shares, problems))
+    }
+
+    /// Each holder of `namespace` (owned by `owner`) but the `skip` ones, passed to `hold`
+    /// with what it reserves, its label and, for a module the tenant chart will create, the
+    /// module: the applications as listed, then the modules without a release. Those that
+    /// cannot be evaluated go to `problems`.
+    fn holdings(
+        &self,
+        namespace: &str,
+        owner: &Tenant,
+        skip: &dyn Fn(Held<'_>) -> bool,
+        problems: &mut Unevaluable,
+        mut hold: impl FnMut(
+            &Resources,
+            &dyn Fn() -> String,
+            Option<&PendingModule>,
+        ) -> Result<(), ContextError>,
+    ) -> Result<(), ContextError> {
+        let listing = self.listing(namespace)?;
+        for app in &listing.applications {
+            let held = Held {
+                kind: &app.kind,
+                namespace: &app.namespace,
+                name: &app.name,
+                pending: false,
+            };
+            if *app.kind == *TENANT_KIND
+                || self.settings.exempt_kinds.contains(&*app.kind)
+                || skip(held)
+            {
+                continue;
+            }
+            match self.stored_charge(app) {
+                Ok(Some(charge)) => hold(&charge, &|| app.label(), None)?,
+                Ok(None) => {}
+                Err(e) if app.module => problems.modules.push(format!("{}: {e}", app.label())),
+                Err(e) => problems.applications.push(format!("{}: {e}", app.label())),
+            }
+        }
+        match self.pending_in(&owner.values, namespace, &listing) {
+            Ok(modules) => {
+                for module in &modules.parts {
+                    let held = Held {
+                        kind: &module.kind,
+                        namespace,
+                        name: &module.name,
+                        pending: true,
+                    };
+                    if skip(held) {
+                        continue;
+                    }
+                    hold(&module.reserved, &|| module.holder(), Some(module))?;
+                }
+                problems.modules.extend(modules.unevaluable);
+                Ok(())
+            }
+            Err(ModulesError::Cluster(e)) => Err(e),
+            Err(ModulesError::Unevaluable(e)) => {
+                problems.modules.push(format!(
+                    "the modules of the Tenant owning {namespace} (pending releases): {e}"
+                ));
+                Ok(())
+            }
+        }
     }
 }
 

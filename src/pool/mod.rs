@@ -22,7 +22,7 @@ pub mod usage;
 pub use quota::{Budget, declared_quota};
 pub use standing::Standing;
 pub use tree::{Tenancy, Tenant, is_tenant_name, owned_namespace, owner_of, stored_tenant};
-pub use usage::Usage;
+pub use usage::{Share, Usage};
 
 use crate::keys::show;
 use crate::quantity::Quantity;

@@ -9,6 +9,21 @@ use crate::resources::{Overflow, Resources};
 /// How many of a pool's largest holders a message names.
 pub const LARGEST_SHOWN: usize = 3;
 
+/// One namespace's part of what a pool reserves of one key: a pool's [`Usage`] is the sum of
+/// its member namespaces' shares, so a summary of the namespaces can stand in for their lists
+/// (`crate::summary`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Share {
+    pub reserved: Quantity,
+    /// How many applications (and pending modules) hold some of it.
+    pub holders: usize,
+    /// Its largest holders, largest first, at most [`LARGEST_SHOWN`]: the pool's largest are
+    /// among its members' largest.
+    pub largest: Vec<(Quantity, String)>,
+    /// The pending module releases that hold some of it, by label.
+    pub pending: BTreeSet<String>,
+}
+
 /// What the applications of a pool reserve, how many hold each key, and the largest holders.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Usage {
@@ -57,6 +72,12 @@ impl Usage {
                 self.holders.insert(key.to_string(), 1);
             }
         }
+        self.rank(key, q, holder);
+        Ok(())
+    }
+
+    /// Places a holder of `q` among the largest of `key`, if it is one of them.
+    fn rank(&mut self, key: &str, q: Quantity, holder: impl FnOnce() -> String) {
         let largest = match self.largest.get_mut(key) {
             Some(largest) => largest,
             None => self.largest.entry(key.to_string()).or_default(),
@@ -64,7 +85,7 @@ impl Usage {
         if self.keep == 0
             || largest.len() == self.keep && largest.last().is_some_and(|(last, _)| q < *last)
         {
-            return Ok(());
+            return;
         }
         let label = holder();
         let ahead = |(other, other_label): &(Quantity, String)| {
@@ -75,7 +96,30 @@ impl Usage {
             largest.insert(at, (q, label));
             largest.truncate(self.keep);
         }
+    }
+
+    /// Adds one namespace's share of `key`: a pool's usage is the sum of its members'.
+    pub fn absorb(&mut self, key: &str, share: &Share) -> Result<(), Overflow> {
+        self.reserved.add(key, share.reserved)?;
+        if share.holders > 0 {
+            *self.holders.entry(key.to_string()).or_default() += share.holders;
+        }
+        for (q, label) in &share.largest {
+            self.rank(key, *q, || label.clone());
+        }
+        self.pending.extend(share.pending.iter().cloned());
         Ok(())
+    }
+
+    /// This usage's part of `key`, as one share: what [`Usage::absorb`] adds back.
+    pub fn share(&self, key: &str, pending: BTreeSet<String>) -> Share {
+        let (reserved, holders) = self.of(key);
+        Share {
+            reserved,
+            holders,
+            largest: self.largest(key).to_vec(),
+            pending,
+        }
     }
 
     /// `(reserved, holders)` of `key`.

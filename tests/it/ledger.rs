@@ -82,7 +82,7 @@ fn the_ledger_shows_each_pool_and_key_with_its_holders() {
 // an unreadable budget, a growOnly key shrinking) are not compared but counted, and where
 // the ledger can show the reason, the test requires it to.
 
-mod agreement {
+pub(crate) mod agreement {
     use std::cell::RefCell;
     use std::collections::BTreeMap;
     use std::path::Path;

@@ -21,5 +21,6 @@ mod pending_modules;
 mod placement;
 mod properties;
 mod stock;
+mod summary;
 mod tenant_gate;
 mod tenant_modules;
