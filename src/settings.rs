@@ -56,6 +56,55 @@ pub struct Settings {
     /// form left blank sends).
     #[serde(deserialize_with = "empty_as_unset")]
     pub policy_server_user: Option<String>,
+    /// Whether a write reads its pools from their `PoolReservation` summaries instead of
+    /// listing every namespace, and how far it trusts them (`crate::summary`).
+    pub pool_summary: PoolSummarySettings,
+}
+
+/// `poolSummary`: when and how far a write trusts a pool's summary.
+#[derive(Deserialize, Debug, Clone, PartialEq, Eq)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct PoolSummarySettings {
+    pub mode: PoolSummaryMode,
+    /// A summary renewed longer ago is stale (its controller may be gone).
+    pub max_age_seconds: u32,
+    /// A summary renewed this far in the future is still read (clock skew between the
+    /// controller's node and policy-server's); further, it is not.
+    pub max_clock_skew_seconds: u32,
+}
+
+impl Default for PoolSummarySettings {
+    fn default() -> Self {
+        PoolSummarySettings {
+            mode: PoolSummaryMode::Off,
+            max_age_seconds: 30,
+            max_clock_skew_seconds: 10,
+        }
+    }
+}
+
+/// Whether pools are read from their summaries.
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum PoolSummaryMode {
+    /// Every pool is read from its namespaces' lists.
+    Off,
+    /// A trusted summary stands in for the lists; without one, the lists are read, with a
+    /// warning naming the summary.
+    Preferred,
+    /// A write into a pool without a trusted summary is refused, naming the summary.
+    Required,
+}
+
+impl PoolSummarySettings {
+    /// The trust rule these settings set.
+    pub fn trust(&self) -> crate::summary::freshness::Trust {
+        use k8s_openapi::jiff::SignedDuration;
+        crate::summary::freshness::Trust {
+            max_age: SignedDuration::from_secs(self.max_age_seconds.into()),
+            max_skew: SignedDuration::from_secs(self.max_clock_skew_seconds.into()),
+        }
+    }
 }
 
 #[derive(Deserialize, Debug, Clone, PartialEq)]
@@ -112,6 +161,7 @@ impl Default for Settings {
             gpu_device_classes: BTreeMap::new(),
             reservations: builtin::reservations().clone(),
             policy_server_user: None,
+            pool_summary: PoolSummarySettings::default(),
         }
     }
 }
@@ -134,6 +184,9 @@ impl Settings {
         Ok(table)
     }
 }
+
+/// The oldest a summary may be trusted at: past ten minutes, the lists are the better read.
+const MAX_SUMMARY_AGE_SECONDS: u32 = 600;
 
 /// `exemptKinds` as given, plus the built-in exemptions (a list never un-exempts Gateway).
 fn with_builtin_exemptions<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeSet<String>, D::Error> {
@@ -232,6 +285,19 @@ impl kubewarden_policy_sdk::settings::Validatable for Settings {
         }
         if let Some(problem) = self.policy_server_user.as_deref().and_then(User::invalid) {
             problems.push(format!("policyServerUser: {problem}"));
+        }
+        let summary = &self.pool_summary;
+        if !(1..=MAX_SUMMARY_AGE_SECONDS).contains(&summary.max_age_seconds) {
+            problems.push(format!(
+                "poolSummary.maxAgeSeconds: {} is not between 1 and {MAX_SUMMARY_AGE_SECONDS}",
+                summary.max_age_seconds
+            ));
+        }
+        if summary.max_clock_skew_seconds > summary.max_age_seconds {
+            problems.push(format!(
+                "poolSummary.maxClockSkewSeconds: {} is more than maxAgeSeconds ({})",
+                summary.max_clock_skew_seconds, summary.max_age_seconds
+            ));
         }
         if problems.is_empty() {
             Ok(())
@@ -342,6 +408,30 @@ mod tests {
                 "policyServerUser: \"system:serviceaccount:kubewarden\" is not a ServiceAccount's user",
             ),
             (json!({"policyServerUser": 7}), "invalid type: integer `7`"),
+            (
+                json!({"poolSummary": {"mode": "always"}}),
+                "unknown variant `always`, expected one of `off`, `preferred`, `required`",
+            ),
+            (
+                json!({"poolSummary": {"maxAge": 30}}),
+                "unknown field `maxAge`",
+            ),
+            (
+                json!({"poolSummary": {"maxAgeSeconds": 0}}),
+                "poolSummary.maxAgeSeconds: 0 is not between 1 and 600",
+            ),
+            (
+                json!({"poolSummary": {"maxAgeSeconds": 601}}),
+                "poolSummary.maxAgeSeconds: 601 is not between 1 and 600",
+            ),
+            (
+                json!({"poolSummary": {"maxAgeSeconds": 5, "maxClockSkewSeconds": 6}}),
+                "poolSummary.maxClockSkewSeconds: 6 is more than maxAgeSeconds (5)",
+            ),
+            (
+                json!({"poolSummary": {"maxAgeSeconds": -1}}),
+                "invalid value: integer `-1`",
+            ),
         ];
         for (input, want) in cases {
             let err = settings(input.clone()).unwrap_err();

@@ -1,16 +1,18 @@
 //! The Kubewarden host: a lookup of the whole cluster is one
 //! `kubewarden/kubernetes/list_resources_all` call, one of a namespace one
-//! `list_resources_by_namespace` call, a permission check one `can_i` call.
+//! `list_resources_by_namespace` call, a permission check one `can_i` call, a pool summary one
+//! `get_resource` call.
 
 use std::collections::BTreeSet;
 
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
-    CanIRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest, ResourceAttributes,
-    SubjectAccessReview, can_i,
+    CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
+    ResourceAttributes, SubjectAccessReview, can_i,
 };
 
 use super::permissions::User;
 use super::{Access, Kubernetes, Lookup, Permission};
+use crate::summary;
 
 pub struct Host;
 
@@ -48,6 +50,22 @@ impl Kubernetes for Host {
                 one_line(&e.to_string())
             )
         })
+    }
+
+    /// `kubewarden/kubernetes/get_resource`, uncached: policy-server's 5 s cache would add its
+    /// age to the summary's.
+    fn pool_summary(&self, namespace: &str) -> Result<Vec<u8>, String> {
+        let payload = serde_json::to_vec(&GetResourceRequest {
+            api_version: format!("{}/{}", summary::GROUP, summary::VERSION),
+            kind: summary::KIND.to_string(),
+            name: namespace.to_string(),
+            namespace: Some(namespace.to_string()),
+            disable_cache: true,
+            field_masks: None,
+        })
+        .map_err(|e| e.to_string())?;
+        wapc_guest::host_call("kubewarden", "kubernetes", "get_resource", &payload)
+            .map_err(|e| one_line(&e.to_string()))
     }
 
     /// `kubewarden/kubernetes/can_i`: a SubjectAccessReview in every namespace, cached 5 s by

@@ -16,7 +16,8 @@
 //!   reads every application of the cluster in one list instead;
 //! - an instance type by name, only when an evaluation needs it;
 //! - under `policyServerUser`, policy-server's permission to list each resource, before its
-//!   first list ([`permissions`]).
+//!   first list ([`permissions`]);
+//! - under `poolSummary`, the summary of each pool a write checks, by name (one GET).
 //!
 //! Every lookup is a list (the host serves lists from a watch cache: no API round trip per
 //! request; a permission check is a SubjectAccessReview the host keeps 5 s), and their
@@ -196,6 +197,14 @@ impl Lookup {
 /// `field_masks`.
 pub trait Kubernetes {
     fn list(&self, lookup: &Lookup, field_masks: &BTreeSet<String>) -> Result<Vec<u8>, String>;
+
+    /// The `PoolReservation` of the pools rooted at the tenant owning `namespace` (named after
+    /// it, stored in it), as the API server has it now: a GET, never cached, so no reflector
+    /// to sync cold and nothing held warm. Only admissions under `poolSummary` ask.
+    fn pool_summary(&self, namespace: &str) -> Result<Vec<u8>, String> {
+        let _ = namespace;
+        Err("this reader of the cluster does not serve pool summaries".to_string())
+    }
 
     /// Whether `user` may do `permission` in every namespace (a SubjectAccessReview); `Err`:
     /// no answer. Only admissions under `policyServerUser` ask (see [`permissions`]).

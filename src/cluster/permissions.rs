@@ -87,6 +87,14 @@ pub enum PermissionError {
         /// ` (the authorizer's reason)`, or empty.
         reason: String,
     },
+    #[error(
+        "policy-server's user {user} may not {permission}{reason}; grant it (deploy/policyserver.yaml)"
+    )]
+    SummaryDenied {
+        user: String,
+        permission: Permission,
+        reason: String,
+    },
     #[error("cannot check whether policy-server's user {user} may {permission}: {error}")]
     Unchecked {
         user: String,
@@ -95,16 +103,13 @@ pub enum PermissionError {
     },
 }
 
-/// A resource as RBAC names it: (API group, plural).
-type GroupResource = (&'static str, &'static str);
-
 /// A reader of the cluster that checks policy-server's permissions on a resource before it
 /// first lists it, once per request.
 pub struct Checked<'k> {
     k8s: &'k dyn Kubernetes,
     user: User,
-    /// Per resource checked: the outcome.
-    checked: RefCell<BTreeMap<GroupResource, Result<(), PermissionError>>>,
+    /// Per permission checked: the outcome.
+    checked: RefCell<BTreeMap<Permission, Result<(), PermissionError>>>,
 }
 
 impl<'k> Checked<'k> {
@@ -119,24 +124,39 @@ impl<'k> Checked<'k> {
     /// `Ok` when policy-server may list what `lookup` reads.
     pub fn check(&self, lookup: &Lookup) -> Result<(), PermissionError> {
         let (group, resource) = lookup.group_resource();
-        if let Some(known) = self.checked.borrow().get(&(group, resource)) {
-            return known.clone();
-        }
-        let permission = Permission {
+        self.check_permission(Permission {
             verb: VERB,
             group,
             resource,
-        };
+        })
+    }
+
+    /// `Ok` when policy-server may do `permission`, asked once per request.
+    fn check_permission(&self, permission: Permission) -> Result<(), PermissionError> {
+        if let Some(known) = self.checked.borrow().get(&permission) {
+            return known.clone();
+        }
         let outcome = match self.k8s.can_i(&self.user, &permission) {
             Ok(Access { allowed: true, .. }) => Ok(()),
-            Ok(Access { reason, .. }) => Err(PermissionError::Denied {
-                user: self.user.name.clone(),
-                permission,
-                reason: Some(reason.trim())
+            Ok(Access { reason, .. }) => {
+                let reason = Some(reason.trim())
                     .filter(|r| !r.is_empty())
                     .map(|r| format!(" ({r})"))
-                    .unwrap_or_default(),
-            }),
+                    .unwrap_or_default();
+                let user = self.user.name.clone();
+                Err(match permission.verb {
+                    VERB => PermissionError::Denied {
+                        user,
+                        permission,
+                        reason,
+                    },
+                    _ => PermissionError::SummaryDenied {
+                        user,
+                        permission,
+                        reason,
+                    },
+                })
+            }
             Err(error) => Err(PermissionError::Unchecked {
                 user: self.user.name.clone(),
                 permission,
@@ -145,7 +165,7 @@ impl<'k> Checked<'k> {
         };
         self.checked
             .borrow_mut()
-            .insert((group, resource), outcome.clone());
+            .insert(permission, outcome.clone());
         outcome
     }
 }
@@ -158,6 +178,16 @@ impl Kubernetes for Checked<'_> {
     ) -> Result<Vec<u8>, String> {
         self.check(lookup).map_err(|e| e.to_string())?;
         self.k8s.list(lookup, field_masks)
+    }
+
+    fn pool_summary(&self, namespace: &str) -> Result<Vec<u8>, String> {
+        self.check_permission(Permission {
+            verb: "get",
+            group: crate::summary::GROUP,
+            resource: crate::summary::RESOURCE,
+        })
+        .map_err(|e| e.to_string())?;
+        self.k8s.pool_summary(namespace)
     }
 
     fn can_i(&self, user: &User, permission: &Permission) -> Result<Access, String> {

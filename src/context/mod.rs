@@ -7,16 +7,19 @@
 //!   namespace written to, then the namespaces of the pools it checks, walked down from their
 //!   roots;
 //! - [`modules`]: what a Tenant brings besides its declaration, the module releases the
-//!   tenant chart will create, charged in their pools until they exist.
+//!   tenant chart will create, charged in their pools until they exist;
+//! - [`summaries`]: a pool's summary, read by name and trusted only while fresh.
 //!
 //! The lookups' sequence depends only on the request and the cluster, as kwctl's session
 //! replay requires.
 
 mod modules;
 mod scope;
+mod summaries;
 
 pub use modules::{Modules, ModulesError, PendingModule};
 pub use scope::{Listing, NAMESPACE_LISTS};
+pub use summaries::Unsummarized;
 
 use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -127,6 +130,8 @@ pub struct Context<'k> {
     /// Every application of the cluster, read in one list once the request's pools need
     /// more than [`NAMESPACE_LISTS`] namespaces.
     broad: OnceCell<Result<scope::Broad, ContextError>>,
+    /// The pool summaries read, by the namespace their root owns.
+    summaries: RefCell<HashMap<String, Result<Rc<crate::summary::SummaryStatus>, Unsummarized>>>,
     /// Every application has been read at once ([`Context::read_whole_cluster`]): a namespace
     /// not in `listings` holds none, and no lookup of applications or tenants is made again.
     whole: Cell<bool>,
@@ -147,6 +152,7 @@ impl<'k> Context<'k> {
             owners: RefCell::new(HashMap::new()),
             listings: RefCell::new(BTreeMap::new()),
             broad: OnceCell::new(),
+            summaries: RefCell::new(HashMap::new()),
             whole: Cell::new(false),
         })
     }

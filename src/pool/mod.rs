@@ -63,6 +63,22 @@ impl<'t> Pool<'t> {
         }
     }
 
+    /// The pool reduced to its member `namespace`, without carve-outs: what a write lists
+    /// fresh when the rest of the pool comes from its summary.
+    pub fn only(&self, namespace: &str) -> Pool<'t> {
+        Pool {
+            key: self.key.clone(),
+            root: self.root,
+            members: self
+                .members
+                .iter()
+                .filter(|m| m.owns == namespace)
+                .copied()
+                .collect(),
+            carve_outs: Vec::new(),
+        }
+    }
+
     /// Whether the applications of `namespace` are charged to this pool.
     #[cfg(test)]
     pub fn has_member(&self, namespace: &str) -> bool {

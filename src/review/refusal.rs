@@ -4,7 +4,7 @@
 
 use super::text::summary;
 use crate::charge::ChargeError;
-use crate::context::ContextError;
+use crate::context::{ContextError, Unsummarized};
 use crate::keys::plural;
 use crate::pool::UnreadableBudget;
 
@@ -36,6 +36,11 @@ pub enum Refusal {
     Unevaluable(#[from] ChargeError),
     #[error("the budget of pool {} cannot be read: {}", .0.pool, .0.reason)]
     BudgetUnreadable(#[from] UnreadableBudget),
+    #[error(
+        "pool {root} cannot be checked (poolSummary.mode: required): {why}",
+        root = .0.root, why = .0
+    )]
+    Unsummarized(Unsummarized),
     #[error("the carve-outs of pool {pool} overflow")]
     PoolCarveOutsOverflow { pool: String },
     #[error("the {0} overflow")]

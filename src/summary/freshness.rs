@@ -33,10 +33,24 @@ pub enum Untrusted {
     },
 }
 
+/// The clock a write reads: the WASI clock in the engine, the system's natively. A clock
+/// before 1970 or past jiff's range reads as the epoch, so that no summary is trusted.
+pub fn now() -> Timestamp {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .and_then(|since| i128::try_from(since.as_nanos()).ok())
+        .and_then(|nanos| Timestamp::from_nanosecond(nanos).ok())
+        .unwrap_or(Timestamp::UNIX_EPOCH)
+}
+
 impl Trust {
     /// Whether a summary renewed at `renewed` may be read at `now`.
     pub fn judge(&self, renewed: Timestamp, now: Timestamp) -> Result<(), Untrusted> {
-        let age = now.duration_since(renewed);
+        // To the millisecond, as it is shown.
+        let age = SignedDuration::from_millis(
+            i64::try_from(now.duration_since(renewed).as_millis()).unwrap_or(i64::MAX),
+        );
         if age > self.max_age {
             return Err(Untrusted::Stale {
                 age,

@@ -216,16 +216,24 @@ pub struct SummedPool {
     pub carved: Carved,
     /// What its members' holders reserve (but those of the namespace listed fresh).
     pub usage: Usage,
-    /// Applications that cannot be evaluated, by label and reason.
-    pub unevaluable: Vec<String>,
-    /// Tenant modules that cannot be evaluated, by label and reason.
-    pub unevaluable_modules: Vec<String>,
+    /// Per member namespace summed (in name order, as the walk reports them), what cannot
+    /// be evaluated.
+    pub problems: BTreeMap<String, Problems>,
     /// Why the quota of a carve-out cannot be read (it is not counted).
     pub unreadable: Vec<String>,
     /// The Tenant releases of the namespaces summed that cannot be placed.
     pub unplaced: Vec<String>,
     /// Member namespaces the summary does not hold (a tenant newer than it): to be listed.
     pub unheld: Vec<String>,
+}
+
+/// One namespace's objects that cannot be evaluated, by label and reason.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Problems {
+    /// Applications (`siblingFailure` decides).
+    pub applications: Vec<String>,
+    /// Tenant modules: counted as zero, with a warning.
+    pub modules: Vec<String>,
 }
 
 /// A namespace listed fresh by the write, and the child tenants its list shows.
@@ -284,8 +292,7 @@ impl SummaryStatus {
             members: pool.members.iter().map(|m| m.owns.clone()).collect(),
             carved,
             usage: Usage::default(),
-            unevaluable: Vec::new(),
-            unevaluable_modules: Vec::new(),
+            problems: BTreeMap::new(),
             unreadable,
             unplaced: Vec::new(),
             unheld: Vec::new(),
@@ -306,12 +313,15 @@ impl SummaryStatus {
                     .absorb(key, &share)
                     .map_err(|_| SummaryError::Overflow(key.to_string()))?;
             }
-            summed
-                .unevaluable
-                .extend(digest.unevaluable.iter().cloned());
-            summed
-                .unevaluable_modules
-                .extend(digest.unevaluable_modules.iter().cloned());
+            if !digest.unevaluable.is_empty() || !digest.unevaluable_modules.is_empty() {
+                summed.problems.insert(
+                    namespace.to_string(),
+                    Problems {
+                        applications: digest.unevaluable.clone(),
+                        modules: digest.unevaluable_modules.clone(),
+                    },
+                );
+            }
             summed.unplaced.extend(digest.unplaced.iter().cloned());
         }
         Ok(summed)

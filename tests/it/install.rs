@@ -397,7 +397,10 @@ fn readme_and_the_usage_text_name_every_setting_with_its_default() {
             // A map of entries: each key and value is in the row.
             Some(map) if !map.is_empty() => {
                 for (k, v) in map {
-                    let v = v.as_str().unwrap();
+                    let v = match v {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
                     assert!(
                         cells[1].contains(&format!("`{k}`"))
                             && cells[1].contains(&format!("`{v}`")),

@@ -11,6 +11,9 @@ use serde_json::Value;
 use tenant_reservation_policy::cluster::permissions::User;
 use tenant_reservation_policy::cluster::{Access, Kubernetes, Lookup, Permission, Source};
 
+/// A pool summary's (apiVersion, kind).
+const POOL_RESERVATION: (&str, &str) = ("reservations.cozystack.io/v1alpha1", "PoolReservation");
+
 #[derive(Clone)]
 pub struct Fixture {
     store: ObjectStore,
@@ -25,6 +28,8 @@ pub struct Fixture {
     /// allowed (a policy-server with the RBAC of deploy/).
     permissions: Result<Vec<(String, String)>, String>,
     checks: RefCell<Vec<(User, Permission)>>,
+    /// The pool summaries read, by the namespace asked.
+    summary_reads: RefCell<Vec<String>>,
 }
 
 impl Default for Fixture {
@@ -67,6 +72,7 @@ impl Fixture {
             unmasked: false,
             permissions: Ok(Vec::new()),
             checks: RefCell::default(),
+            summary_reads: RefCell::default(),
         }
     }
 
@@ -137,6 +143,11 @@ impl Fixture {
     }
 
     /// Forgets the calls recorded so far.
+    /// The pool summaries read, by the namespace asked, in order.
+    pub fn summary_reads(&self) -> Vec<String> {
+        self.summary_reads.borrow().clone()
+    }
+
     pub fn forget_calls(&self) {
         self.calls.borrow_mut().clear();
     }
@@ -166,6 +177,26 @@ impl Kubernetes for Fixture {
             .list(&list_query(lookup), field_masks)
             .map_err(|e| e.to_string())?;
         Ok(serde_json::to_vec(&answer).expect("a JSON value serialises"))
+    }
+
+    /// The `PoolReservation` named after `namespace` in it, as a GET answers; the host's
+    /// error when there is none.
+    fn pool_summary(&self, namespace: &str) -> Result<Vec<u8>, String> {
+        self.summary_reads.borrow_mut().push(namespace.to_string());
+        let query = ListQuery::new(
+            POOL_RESERVATION,
+            Some(namespace),
+            None,
+            Some(format!("metadata.name={namespace}")),
+        );
+        let list = self.store.list(&query, None).map_err(|e| e.to_string())?;
+        match list["items"].get(0) {
+            Some(object) => Ok(serde_json::to_vec(object).expect("a JSON value serialises")),
+            None => Err(format!(
+                "Cannot find {}/{} named '{namespace}' inside of namespace 'Some(\"{namespace}\")'",
+                POOL_RESERVATION.0, POOL_RESERVATION.1
+            )),
+        }
     }
 
     fn can_i(&self, user: &User, permission: &Permission) -> Result<Access, String> {
