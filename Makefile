@@ -259,7 +259,8 @@ clean:
 # scripts/cluster/control-plane.sh check and scripts/cluster/find-tool.sh policy-server find.
 .PHONY: cluster-test
 cluster-test: annotated-policy.wasm
-	bats=$$(bash scripts/ensure-bats.sh); "$$bats" cluster.bats
+	cargo build --release --locked --manifest-path $(TOOLS_MANIFEST) -p ledger
+	bats=$$(bash scripts/ensure-bats.sh); LEDGER=$(CURDIR)/$(LEDGER) "$$bats" cluster.bats
 
 # kubectl cozystack-reservations against a real API server (plugin.bats): built as it ships
 # (`-p ledger` alone: no wasmtime), found by kubectl on PATH.

@@ -195,3 +195,48 @@ PY
     vm create tenant-rbac vm1 u1.medium
     [ "$status" -eq 0 ]
 }
+
+@test "pool summaries: a fresh summary stands in for the other namespaces, a stale one is refused" {
+    local ledger=${LEDGER:-$BATS_TEST_DIRNAME/tools/target/release/tenant-reservation}
+    [ -x "$ledger" ] || skip "no ledger at $ledger (make cluster-test builds it)"
+    tenant summ '{"cpu":"4","memory":"16Gi","storage":"100Gi"}'
+    write create Tenant tenants tenant-summ dev '{}'
+    [ "$status" -eq 0 ]
+    vm create tenant-summ-dev vm1 u1.large
+    [ "$status" -eq 0 ]
+    # The summaries as the controller keeps them, computed once by the ledger (same code) and
+    # stored as the controller stores them: the object, then its status.
+    kubectl apply -f deploy/pool-summary/poolreservation-crd.yaml
+    kubectl wait --for condition=established --timeout=30s crd/poolreservations.reservations.cozystack.io
+    local summaries=$BATS_TEST_TMPDIR/summaries.json settings=$BATS_TEST_TMPDIR/settings.json
+    "$ledger" ledger --settings deploy/clusteradmissionpolicy.yaml --summaries -o json >"$summaries"
+    kubectl apply --server-side -f "$summaries"
+    kubectl apply --server-side --subresource=status -f "$summaries"
+    local renewed
+    renewed=$(kubectl get poolreservation -n tenant-summ tenant-summ -o jsonpath='{.status.renewedAt}')
+    # deploy/'s settings, every pool read from its summary, trusted 20 s.
+    python3 - deploy/clusteradmissionpolicy.yaml >"$settings" <<'PY'
+import json, sys, yaml
+settings = yaml.safe_load(open(sys.argv[1]))["spec"]["settings"]
+settings["poolSummary"] = {"mode": "required", "maxAgeSeconds": 20}
+print(json.dumps(settings))
+PY
+    bash scripts/cluster/policy-server.sh up "$CLUSTER_DIR" --mode protect --settings "$settings" >/dev/null
+    # tenant-summ-dev's 2 cpu come from the summary; tenant-summ, written to, is listed.
+    vm create tenant-summ vm2 u1.medium
+    [ "$status" -eq 0 ]
+    vm create tenant-summ big u1.large
+    local log
+    log=$(sed 's/\x1b\[[0-9;]*m//g' "$CLUSTER_DIR/policy-server/policy-server.log")
+    denied 'VMInstance tenant-summ/big: cpu 2 exceeds pool tenant-summ by 1: budget 4, reserved 3 by 2 applications (largest: VMInstance tenant-summ-dev/vm1 2, VMInstance tenant-summ/vm2 1), available 1'
+    # No list of tenant-summ-dev was made: policy-server has no reflector for it.
+    run grep -c 'namespace.*tenant-summ-dev' <<<"$(grep 'creating new reflector' <<<"$log")"
+    [ "$output" = 0 ]
+    # Once the summary is older than 20 s (nothing renews it), a write is refused, naming it.
+    local age=$(($(date +%s) - $(date -d "$renewed" +%s)))
+    [ "$age" -gt 20 ] || sleep $((21 - age))
+    vm create tenant-summ vm3 u1.small
+    bash scripts/cluster/policy-server.sh up "$CLUSTER_DIR" --mode protect >/dev/null
+    denied 'VMInstance tenant-summ/vm3: pool tenant-summ cannot be checked (poolSummary.mode: required): PoolReservation tenant-summ renewed '
+    denied ' ago, past the 20s a summary may be old (is its controller running?)'
+}

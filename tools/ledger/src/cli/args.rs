@@ -68,6 +68,11 @@ pub struct LedgerArgs {
     /// of this plugin, taken as what runs now. Pool by pool and application by application.
     #[arg(long, value_name = "FILE")]
     pub compare: Option<PathBuf>,
+    /// Every pool's summary as the pool-summary controller keeps it (PoolReservation objects,
+    /// renewed now, docs/pool-summary.md): a List in `-o json`, else in YAML. Apply it with
+    /// `kubectl apply --server-side`, then again with `--subresource=status`.
+    #[arg(long, conflicts_with_all = ["what_if", "compare", "namespace"])]
+    pub summaries: bool,
     /// Exit with 3 when a pool shown is over its budget (after --compare: under FILE).
     #[arg(long)]
     pub fail_over_budget: bool,
@@ -107,6 +112,7 @@ impl Default for LedgerArgs {
             holders: DEFAULT_HOLDERS,
             what_if: None,
             compare: None,
+            summaries: false,
             fail_over_budget: false,
             view: View::Auto,
         }

@@ -9,6 +9,7 @@ use serde_json::Value;
 use tenant_reservation_policy::cluster::Kubernetes;
 use tenant_reservation_policy::ledger::{Ledger, ledger};
 use tenant_reservation_policy::settings::Settings;
+use tenant_reservation_policy::summary::build::summaries;
 
 use super::args::{LedgerArgs, Output};
 use super::cluster::{Cluster, choose_settings, open, uncovered_kinds};
@@ -43,6 +44,9 @@ fn draw(args: &LedgerArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
     };
     if let Some(path) = &args.compare {
         return compare_run(&on, path, out, err);
+    }
+    if args.summaries {
+        return summaries_run(&on, out);
     }
     ledger_run(&on, out, err)
 }
@@ -145,6 +149,18 @@ fn ledger_run(on: &On, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
         .map(|line| format!("{} {}", line.standing.pool, line.standing.key))
         .collect();
     over_budget_exit(args, over, err)
+}
+
+/// `--summaries`: every pool's `PoolReservation`, renewed now, as one List.
+fn summaries_run(on: &On, out: &mut dyn Write) -> Result<u8> {
+    let renewed = tenant_reservation_policy::summary::freshness::now();
+    let objects = summaries(on.settings, on.cluster.kubernetes(), renewed)?;
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objects});
+    match on.args.output {
+        Output::Json => writeln!(out, "{list:#}")?,
+        _ => write!(out, "{}", serde_yaml::to_string(&list)?)?,
+    }
+    Ok(OK)
 }
 
 /// Writes a result as `-o` asks: `human(wide)` for table and wide, `json()` for JSON and YAML.

@@ -203,3 +203,49 @@ fn colour_follows_the_terminal_conventions() {
     assert!(run(&[("CLICOLOR_FORCE", "1")]).contains("\u{1b}[31mover budget by 30Gi"));
     assert!(!run(&[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]).contains('\u{1b}'));
 }
+
+/// `--summaries`: one PoolReservation per pool root, its status the policy's to read, and the
+/// same figures as the ledger's lines.
+#[test]
+fn summaries_are_the_controllers_objects() {
+    use tenant_reservation_policy::summary::PoolReservation;
+    let json = ran(&LedgerArgs {
+        summaries: true,
+        output: Output::Json,
+        ..example_args()
+    });
+    assert_eq!((json.code, json.err.as_str()), (0, ""));
+    let list: Value = serde_json::from_str(&json.out).unwrap();
+    assert_eq!(list["kind"], "List");
+    let items: Vec<PoolReservation> = serde_json::from_value(list["items"].clone()).unwrap();
+    assert_eq!(items.len(), 1);
+    let summary = &items[0];
+    assert_eq!(
+        (
+            summary.kind.as_str(),
+            summary.metadata.name.as_str(),
+            summary.metadata.namespace.as_str()
+        ),
+        ("PoolReservation", "tenant-foo", "tenant-foo")
+    );
+    let status = summary.status.as_ref().unwrap();
+    let memory = status.sum_pool("tenant-foo", "memory").unwrap();
+    assert_eq!(memory.members, ["tenant-foo"]);
+    assert_eq!(
+        memory.usage.of("memory"),
+        (
+            tenant_reservation_policy::quantity::Quantity::parse("16Gi").unwrap(),
+            3
+        )
+    );
+    // YAML unless JSON is asked.
+    let yaml = ran(&LedgerArgs {
+        summaries: true,
+        ..example_args()
+    });
+    assert!(
+        yaml.out.starts_with("apiVersion: v1\nitems:\n"),
+        "{}",
+        yaml.out
+    );
+}
