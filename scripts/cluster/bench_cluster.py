@@ -46,6 +46,7 @@ CONTEXT_AWARE = [
     {"apiVersion": "cozystack.io/v1alpha1", "kind": "ApplicationDefinition"},
     {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease"},
     {"apiVersion": "instancetype.kubevirt.io/v1beta1", "kind": "VirtualMachineClusterInstancetype"},
+    {"apiVersion": "reservations.cozystack.io/v1alpha1", "kind": "PoolReservation"},
 ]
 
 
@@ -66,6 +67,31 @@ def apply_deployed_rbac(env):
         {"apiVersion": "v1", "kind": "List", "items": [namespace] + docs}), text=True,
         env=dict(os.environ, **env), check=True, stdout=subprocess.DEVNULL)
     return f"system:serviceaccount:{account['namespace']}:{account['name']}"
+
+
+def store_summaries(env, ledger, settings, work):
+    """Every pool's PoolReservation as `ledger --summaries` computes it from the loaded cluster,
+    stored with deploy/pool-summary's CRD (object, then status), as the controller will keep
+    them; the seconds the ledger took."""
+    kube = dict(os.environ, **env)
+    run = lambda *cmd, **kw: subprocess.run(list(cmd), env=kube, check=True, **kw)
+    run("kubectl", "apply", "-f", os.path.join(REPO, "deploy", "pool-summary", "poolreservation-crd.yaml"),
+        stdout=subprocess.DEVNULL)
+    run("kubectl", "wait", "--for", "condition=established", "--timeout=60s",
+        "crd/poolreservations.reservations.cozystack.io", stdout=subprocess.DEVNULL)
+    settings_file = os.path.join(work, "summary-settings.json")
+    with open(settings_file, "w") as f:
+        json.dump(settings, f)
+    t = time.monotonic()
+    out = run(ledger, "ledger", "--kubeconfig", env["KUBECONFIG"], "--settings", settings_file,
+              "--summaries", "-o", "json", capture_output=True, text=True).stdout
+    took = time.monotonic() - t
+    path = os.path.join(work, "summaries.json")
+    with open(path, "w") as f:
+        f.write(out)
+    run("kubectl", "apply", "--server-side", "-f", path, stdout=subprocess.DEVNULL)
+    run("kubectl", "apply", "--server-side", "--subresource=status", "-f", path, stdout=subprocess.DEVNULL)
+    return took, len(out)
 
 
 def free_port():
@@ -274,6 +300,10 @@ def main():
     ap.add_argument("--json", help="write the figures here too")
     ap.add_argument("--permission-check", action="store_true",
                     help="also run each module with deploy/'s policyServerUser and RBAC")
+    ap.add_argument("--summaries", metavar="LEDGER",
+                    help="also run each module reading pools from PoolReservations that this "
+                    "ledger binary (tools/target/release/tenant-reservation) computes and stores "
+                    "(poolSummary required; maxAgeSeconds 600: nothing renews them)")
     ap.add_argument("--warm-up-namespace", help="also time each cold write after a warm-up: one "
                     "review of the same object into this namespace (another pool) first")
     a = ap.parse_args()
@@ -305,6 +335,12 @@ def main():
             if a.permission_check:
                 user = apply_deployed_rbac(env)
                 runs += [(name + "+check", module, dict(settings, policyServerUser=user))
+                         for name, module in modules]
+            if a.summaries:
+                took, size = store_summaries(env, a.summaries, settings, cp_dir)
+                print(f"summaries: computed in {took:.1f} s, {size / 1e6:.1f} MB as JSON", flush=True)
+                summary = {"mode": "required", "maxAgeSeconds": 600, "maxClockSkewSeconds": 10}
+                runs += [(name + "+summary", module, dict(settings, poolSummary=summary))
                          for name, module in modules]
             for name, module, settings in runs:
                 row = {"pool": pool, "cluster": shape["cluster"],

@@ -199,8 +199,8 @@ pub trait Kubernetes {
     fn list(&self, lookup: &Lookup, field_masks: &BTreeSet<String>) -> Result<Vec<u8>, String>;
 
     /// The `PoolReservation` of the pools rooted at the tenant owning `namespace` (named after
-    /// it, stored in it), as the API server has it now: a GET, never cached, so no reflector
-    /// to sync cold and nothing held warm. Only admissions under `poolSummary` ask.
+    /// it, stored in it): a GET (the host keeps an answer 5 s), so no reflector to sync cold
+    /// and no watch held warm. Only admissions under `poolSummary` ask.
     fn pool_summary(&self, namespace: &str) -> Result<Vec<u8>, String> {
         let _ = namespace;
         Err("this reader of the cluster does not serve pool summaries".to_string())
