@@ -12,6 +12,8 @@
 //! - [`decision`]: does the write fit, and every figure message;
 //! - [`keys`], [`quantity`], [`resources`]: the vocabulary, exact quantities and their sums;
 //! - [`settings`]: the policy settings and their validation;
+//! - [`summary`]: a pool's `PoolReservation` summary: its status, how a write trusts and sums
+//!   it (`poolSummary`), and every summary of a cluster, computed as the controller will;
 //! - [`ledger`]: every pool's standing at once (the `ledger` command, not an admission).
 
 use kubewarden_policy_sdk::protocol_version_guest;

@@ -3,7 +3,8 @@
 //!
 //! The steps, in the order the host is asked: the tenants above, the charge of the write (its
 //! definition, schema and instance types), the pools of the keys it grows from their roots
-//! down, then what their applications reserve.
+//! down, then what their applications reserve. Under `poolSummary`, a pool whose root's
+//! summary is trusted is read from it instead, with only the namespace written to listed.
 
 use std::collections::{BTreeMap, BTreeSet};
 
