@@ -257,13 +257,14 @@ impl SummaryStatus {
         fresh: Option<Fresh<'_>>,
     ) -> Result<SummedPool, SummaryError> {
         // The walk needs only the root's namespace: the root itself is the write's to read.
-        let mut tenancy = Tenancy::new(vec![Tenant {
+        let root_tenant = Tenant {
             namespace: root.to_string(),
             owns: root.to_string(),
             quota: Ok(Budget::default()),
             bounded: false,
             values: Rc::new(Value::Null),
-        }]);
+        };
+        let mut tenancy = Tenancy::new(vec![root_tenant.clone()]);
         for (namespace, digest) in &self.namespaces {
             if fresh.as_ref().is_some_and(|f| f.namespace == namespace) {
                 continue;
@@ -282,8 +283,7 @@ impl SummaryStatus {
         for t in fresh.iter().flat_map(|f| f.tenants) {
             tenancy.insert(t.clone());
         }
-        let root_tenant = tenancy.owner(root).expect("inserted first");
-        let pool = tenancy.pool_rooted_at(root_tenant, key);
+        let pool = tenancy.pool_rooted_at(&root_tenant, key);
         let mut unreadable = Vec::new();
         let carved = pool
             .carved(None, &mut unreadable)

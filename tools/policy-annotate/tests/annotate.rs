@@ -278,7 +278,8 @@ fn the_repository_metadata_is_valid() {
         [
             "ApplicationDefinition",
             "HelmRelease",
-            "VirtualMachineClusterInstancetype"
+            "VirtualMachineClusterInstancetype",
+            "PoolReservation"
         ]
     );
     let _: Metadata = m;
